@@ -1,0 +1,69 @@
+"""The Profile & Poke service: create_app wires config, extensions, blueprints, errors and logging."""
+
+from datetime import timedelta
+
+from flask import Flask
+
+from config import Config
+
+from .api.routes import bp as api_bp
+from .auth.oidc import LoginClient
+from .auth.routes import bp as auth_bp
+from .auth.sessions import BffSessionInterface
+from .cli import users_cli
+from .errors import register_error_handlers
+from .extensions import Services, make_redis
+from .logs import configure_logging
+from .security import register_security_headers
+from .store import Store
+from .tokens import AccessTokens, Provider
+from .web import bp as web_bp
+
+
+def create_app(config: Config | None = None, *, redis=None) -> Flask:
+    """A configured app; `config` defaults to the environment, `redis` to a client for REDIS_URL."""
+    app = Flask(__name__)
+    config = config or Config()
+    app.config.from_object(config)
+    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=config.SESSION_IDLE_TIMEOUT)
+    app.config["SESSION_REFRESH_EACH_REQUEST"] = False
+    register_extensions(app, config, redis)
+    register_blueprints(app)
+    register_error_handlers(app)
+    register_security_headers(app)
+    configure_logging(app)
+    return app
+
+
+def register_extensions(app: Flask, config: Config, redis=None) -> None:
+    if redis is None:
+        redis = make_redis(config.REDIS_URL, socket_timeout=config.REDIS_SOCKET_TIMEOUT)
+    store = Store(redis, config.REDIS_KEY_PREFIX)
+    provider = Provider(
+        config.OIDC_ISSUER_URL,
+        timeout=config.IDP_TIMEOUT,
+        discovery_ttl=config.DISCOVERY_TTL,
+        refetch_interval=config.JWKS_REFETCH_INTERVAL,
+    )
+    app.extensions["profile_poke"] = Services(
+        store=store,
+        provider=provider,
+        access_tokens=AccessTokens(
+            provider, audience=config.API_AUDIENCE, login_clients=config.LOGIN_CLIENT_IDS, leeway=config.TOKEN_LEEWAY
+        ),
+        login_client=LoginClient(
+            provider,
+            client_id=config.OIDC_CLIENT_ID,
+            scopes=config.OIDC_SCOPES,
+            timeout=config.IDP_TIMEOUT,
+            leeway=config.TOKEN_LEEWAY,
+        ),
+    )
+    app.session_interface = BffSessionInterface(app, redis, store.keys, config.SECRET_KEY)
+
+
+def register_blueprints(app: Flask) -> None:
+    app.register_blueprint(api_bp)
+    app.register_blueprint(auth_bp)
+    app.register_blueprint(web_bp)
+    app.cli.add_command(users_cli)

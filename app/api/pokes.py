@@ -1,0 +1,56 @@
+"""Poking: reading the request body, and the rules that decide whether a poke happens."""
+
+import json
+
+from flask import request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from ..errors import PokeFailed
+from ..extensions import services
+from ..store.profiles import Profile, normalize_username
+from .schemas import poke_target
+
+MAX_BODY_BYTES = 4096
+
+
+def read_poke_target() -> str:
+    """The target named by the request's JSON body; PokeFailed (400/413/415) when the body is wrong."""
+    if request.mimetype != "application/json":
+        raise PokeFailed("Content-Type must be application/json", status=415)
+    if (request.content_length or 0) > MAX_BODY_BYTES:
+        raise PokeFailed("request body is too large", status=413)
+    try:
+        raw = request.get_data(cache=False)
+    except RequestEntityTooLarge:
+        raise PokeFailed("request body is too large", status=413) from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise PokeFailed("request body is too large", status=413)
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise PokeFailed("request body is not valid JSON") from None
+    try:
+        return poke_target(body)
+    except ValueError as error:
+        raise PokeFailed(str(error)) from None
+
+
+def poke(*, poker: Profile, target: str) -> None:
+    """Poke `target` on behalf of `poker`, or raise PokeFailed saying why not."""
+    username = normalize_username(target)
+    if username == poker.username:
+        raise PokeFailed("cannot poke yourself")
+    store = services().store
+    profile = store.profiles.get(username) if username else None
+    if profile is None or profile.disabled:
+        raise PokeFailed(f"user not found: {target}")
+    seconds_left = store.cooldowns.try_start(poker.username, username)
+    if seconds_left:
+        raise PokeFailed(f"poke on cooldown ({format_duration(seconds_left)} remaining)", retry_after=seconds_left)
+
+
+def format_duration(seconds: int) -> str:
+    """`seconds` as hours, minutes and seconds, every unit always present: 0h5m3s."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes}m{seconds}s"

@@ -1,0 +1,44 @@
+"""The /api/v1 routes: thin views over the guard, the store and the poke rules."""
+
+from flask import Blueprint, jsonify
+
+from ..errors import UnknownUser
+from ..extensions import services
+from ..store.profiles import normalize_username
+from .guard import current_user, optional_principal
+from .openapi import openapi_document
+from .pokes import poke, read_poke_target
+from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
+from .scopes import POKE_SCOPE, PROFILE_SCOPE
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+PRIVATE = {"Cache-Control": "no-store"}
+
+
+@bp.get("/users/<path:username>")
+def public_profile(username: str):
+    optional_principal()
+    normalized = normalize_username(username)
+    profile = services().store.profiles.get(normalized) if normalized else None
+    if profile is None or profile.disabled:
+        raise UnknownUser(username)
+    return PublicProfileSchema().dump(profile), 200, {"Cache-Control": "no-cache"}
+
+
+@bp.get("/me/profile")
+def own_profile():
+    profile = current_user(PROFILE_SCOPE)
+    return OwnProfileEnvelopeSchema().dump({"data": profile}), 200, PRIVATE
+
+
+@bp.post("/pokes")
+def create_poke():
+    poker = current_user(POKE_SCOPE)
+    poke(poker=poker, target=read_poke_target())
+    return {"success": True}, 200, PRIVATE
+
+
+@bp.get("/openapi.json")
+def openapi():
+    return jsonify(openapi_document())

@@ -1,0 +1,73 @@
+"""marshmallow schemas for the poke request and every response body; the OpenAPI document uses them."""
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+
+class PokeRequestSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    username = fields.String(
+        required=True,
+        validate=validate.Length(min=1, error="username must not be empty"),
+        error_messages={
+            "required": "username is required",
+            "invalid": "username must be a string",
+            "null": "username must be a string",
+        },
+        metadata={"description": "username of the user to poke"},
+    )
+
+
+class PokeResultSchema(Schema):
+    success = fields.Boolean(required=True)
+    error = fields.String(metadata={"description": "present only on failure"})
+
+
+class PublicProfileSchema(Schema):
+    username = fields.String(required=True)
+    handle = fields.String(required=True)
+    display_name = fields.String(required=True)
+    aggregate_scores = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+
+
+class OwnProfileSchema(Schema):
+    handle = fields.String(required=True)
+    display_name = fields.String(required=True)
+    stats = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(),
+        required=True,
+        metadata={"description": "per-platform figures, keyed by platform name"},
+    )
+    aggregate_scores = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+
+
+class OwnProfileEnvelopeSchema(Schema):
+    data = fields.Nested(OwnProfileSchema, required=True)
+
+
+class ErrorSchema(Schema):
+    code = fields.String(required=True)
+    message = fields.String(required=True)
+
+
+class ErrorEnvelopeSchema(Schema):
+    error = fields.Nested(ErrorSchema, required=True)
+
+
+def poke_target(body) -> str:
+    """The username a poke body names; ValueError with a clear message when the body is wrong."""
+    if not isinstance(body, dict):
+        raise ValueError("request body must be a JSON object")
+    try:
+        return PokeRequestSchema().load(body)["username"]
+    except ValidationError as error:
+        raise ValueError(_first_message(error.messages)) from None
+
+
+def _first_message(messages: dict) -> str:
+    field, problems = next(iter(sorted(messages.items())))
+    if problems == ["Unknown field."]:
+        return f"unknown field: {field}"
+    return problems[0]

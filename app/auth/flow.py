@@ -1,0 +1,164 @@
+"""The browser sign-in as a backend-for-frontend: start, callback, SPA code exchange, session, sign-out.
+
+No token leaves the server: the browser only ever holds the session cookie.
+"""
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from flask import current_app, request, session
+
+from ..errors import LoginFailed, Unauthorized
+from ..extensions import services
+from ..store.profiles import NoProfile, SubjectClash
+from .session_tokens import current_token_set, end_session_tokens, start_session_tokens
+from .sessions import session_ref
+
+SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
+MAX_DESCRIPTION = 300
+
+log = logging.getLogger(__name__)
+
+
+def safe_return_to(value) -> str:
+    """`value` when it is a path on this origin, else `/`: no open redirects."""
+    if not isinstance(value, str) or not SAFE_PATH.fullmatch(value):
+        return "/"
+    parts = urlsplit(value)
+    return "/" if parts.scheme or parts.netloc else value
+
+
+def new_login_binding() -> str:
+    """A random value tying pending sign-ins to the browser that started them."""
+    return secrets.token_urlsafe(32)
+
+
+def begin_login(*, return_to: str, binding: str) -> str:
+    """Remember a new pending sign-in and return the provider URL that starts it."""
+    config = current_app.config
+    state, nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(64)
+    url = services().login_client.authorization_url(
+        redirect_uri=config["OIDC_REDIRECT_URI"], state=state, nonce=nonce, verifier=verifier
+    )
+    pending = {
+        "verifier": verifier,
+        "nonce": nonce,
+        "return_to": return_to,
+        "binding": _digest(binding),
+        "redirect_uri": config["OIDC_REDIRECT_URI"],
+    }
+    services().store.logins.save(state, pending, config["LOGIN_STATE_TTL"])
+    return url
+
+
+def finish_login(args, binding: str | None) -> str:
+    """Complete a sign-in from the provider's redirect; return where the browser goes next."""
+    state = args.get("state")
+    pending = services().store.logins.take(state) if state else None
+    if "error" in args:
+        description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
+        raise LoginFailed(f"the identity provider refused the sign-in: {args['error']}: {description}".rstrip(": "))
+    if pending is None:
+        raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
+    if not binding or not hmac.compare_digest(_digest(binding), pending["binding"]):
+        raise LoginFailed("this sign-in was started in another browser; please sign in again")
+    if args.get("iss") is not None and args["iss"] != services().provider.issuer:
+        raise LoginFailed("the sign-in response came from another issuer")
+    if not args.get("code"):
+        raise LoginFailed("the sign-in response has no code")
+    response = services().login_client.exchange(
+        code=args["code"], verifier=pending["verifier"], redirect_uri=pending["redirect_uri"]
+    )
+    establish_session(response, nonce=pending["nonce"])
+    return pending["return_to"]
+
+
+def exchange_code(*, code: str, code_verifier: str, redirect_uri: str, nonce: str | None) -> None:
+    """Sign in with a code obtained by a same-origin page that ran the authorization request itself."""
+    if redirect_uri not in current_app.config["EXCHANGE_REDIRECT_URIS"]:
+        raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request")
+    response = services().login_client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
+    establish_session(response, nonce=nonce)
+
+
+def establish_session(response: dict, *, nonce: str | None) -> None:
+    """Check a token response, link the profile and start a fresh session holding the tokens."""
+    claims = services().login_client.verify_id_token(response.get("id_token"), nonce=nonce)
+    granted = set(str(response.get("scope", "")).split())
+    missing = sorted(_required_scopes() - granted)
+    if missing:
+        raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
+    if not isinstance(response.get("access_token"), str):
+        raise LoginFailed("the identity provider sent no access token", 502)
+    try:
+        profile = services().store.profiles.for_subject(
+            claims["sub"], claims.get("preferred_username"), claims.get("name")
+        )
+    except SubjectClash as clash:
+        log.warning("refused subject link at sign-in: %s", clash)
+        raise LoginFailed("this account's username belongs to another account", 403) from None
+    except NoProfile:
+        raise LoginFailed("this account has no username to make a profile from", 403) from None
+    if profile.disabled:
+        raise LoginFailed("this account is disabled", 403)
+    _end_current_session()
+    current_app.session_interface.regenerate(session)
+    session.clear()
+    session["user"] = profile.username
+    session["signed_in_at"] = int(time.time())
+    ref = session_ref(current_app.config["SECRET_KEY"], session.sid)
+    start_session_tokens(ref, username=profile.username, sub=claims["sub"], response=response)
+
+
+def session_info() -> dict:
+    """Who is signed in, with which scopes, and until when; never a token."""
+    ref = _cookie_ref()
+    try:
+        record = current_token_set(ref) if ref else None
+    except Unauthorized:
+        record = None
+    if record is None:
+        return {"authenticated": False}
+    return {
+        "authenticated": True,
+        "user": record["user"],
+        "scopes": sorted(record["scope"].split()),
+        "expires_at": int(record["ends"]),
+        "idle_timeout": current_app.config["SESSION_IDLE_TIMEOUT"],
+    }
+
+
+def sign_out() -> str:
+    """End the session here, revoke its refresh token, and return the provider's logout URL."""
+    record = _end_current_session()
+    session.clear()
+    client = services().login_client
+    if record and record.get("refresh_token"):
+        client.revoke(record["refresh_token"])
+    return client.end_session_url(
+        id_token=record.get("id_token") if record else None,
+        post_logout_redirect_uri=current_app.config["OIDC_POST_LOGOUT_REDIRECT_URI"],
+    )
+
+
+def _end_current_session() -> dict | None:
+    ref = _cookie_ref()
+    return end_session_tokens(ref) if ref else None
+
+
+def _cookie_ref() -> str | None:
+    cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
+    return session_ref(current_app.config["SECRET_KEY"], cookie) if cookie else None
+
+
+def _required_scopes() -> set[str]:
+    return {scope for scope in current_app.config["OIDC_SCOPES"].split() if scope.startswith("svc:")}
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()

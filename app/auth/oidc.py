@@ -1,0 +1,154 @@
+"""The public login client's side of OpenID Connect: authorization requests with PKCE S256, code
+exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
+
+import base64
+import hashlib
+import logging
+import time
+from urllib.parse import urlencode
+
+import requests
+from authlib.integrations.base_client import OAuthError
+from authlib.integrations.requests_client import OAuth2Session
+
+from ..errors import LoginFailed, ProviderUnavailable
+from ..tokens.provider import Provider
+from ..tokens.signatures import BadToken, is_number, signed_claims
+
+log = logging.getLogger(__name__)
+
+
+class RefreshRejected(Exception):
+    """The provider refused the refresh token (`invalid_grant`): the session is over."""
+
+
+def code_challenge(verifier: str) -> str:
+    """BASE64URL(SHA-256(verifier)) without padding, as RFC 7636 S256 defines it."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class LoginClient:
+    """Speaks to the provider's endpoints, all taken from discovery."""
+
+    def __init__(self, provider: Provider, *, client_id: str, scopes: str, timeout: float, leeway: int):
+        self.provider = provider
+        self.client_id = client_id
+        self.scopes = scopes
+        self._timeout = timeout
+        self._leeway = leeway
+
+    def authorization_url(self, *, redirect_uri: str, state: str, nonce: str, verifier: str) -> str:
+        """Where to send the browser to sign in."""
+        query = urlencode(
+            {
+                "client_id": self.client_id,
+                "response_type": "code",
+                "redirect_uri": redirect_uri,
+                "scope": self.scopes,
+                "state": state,
+                "nonce": nonce,
+                "code_challenge": code_challenge(verifier),
+                "code_challenge_method": "S256",
+            }
+        )
+        return f"{self._endpoint('authorization_endpoint')}?{query}"
+
+    def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
+        """The token response for an authorization code; LoginFailed when the provider refuses it."""
+        try:
+            return self._session().fetch_token(
+                self._endpoint("token_endpoint"),
+                grant_type="authorization_code",
+                code=code,
+                redirect_uri=redirect_uri,
+                code_verifier=verifier,
+            )
+        except OAuthError as error:
+            log.info("code exchange refused: %s", error.error)
+            raise LoginFailed("the sign-in could not be completed; please sign in again") from None
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
+
+    def refresh(self, refresh_token: str) -> dict:
+        """A fresh token response; RefreshRejected on `invalid_grant`, ProviderUnavailable otherwise."""
+        try:
+            return self._session().refresh_token(self._endpoint("token_endpoint"), refresh_token=refresh_token)
+        except OAuthError as error:
+            if error.error == "invalid_grant":
+                raise RefreshRejected() from None
+            raise ProviderUnavailable(f"refresh refused: {error.error}") from None
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
+
+    def revoke(self, refresh_token: str) -> None:
+        """Revoke a refresh token when discovery lists a revocation endpoint; failures are only logged."""
+        try:
+            url = self.provider.endpoint("revocation_endpoint")
+            if url:
+                self._session().revoke_token(
+                    url, token=refresh_token, token_type_hint="refresh_token"
+                ).raise_for_status()
+        except (ProviderUnavailable, requests.RequestException) as error:
+            log.warning("refresh token revocation failed: %s", type(error).__name__)
+
+    def end_session_url(self, *, id_token: str | None, post_logout_redirect_uri: str) -> str:
+        """The provider's logout URL, or the post-logout URI when it has no end-session endpoint."""
+        try:
+            endpoint = self.provider.endpoint("end_session_endpoint")
+        except ProviderUnavailable:
+            endpoint = None
+        if not endpoint:
+            return post_logout_redirect_uri
+        query = {"client_id": self.client_id, "post_logout_redirect_uri": post_logout_redirect_uri}
+        if id_token:
+            query["id_token_hint"] = id_token
+        return f"{endpoint}?{urlencode(query)}"
+
+    def verify_id_token(self, id_token, *, nonce: str | None) -> dict:
+        """The claims of a valid ID token for this client (and `nonce`, when one was sent)."""
+        if not isinstance(id_token, str):
+            raise LoginFailed("the identity provider sent no ID token")
+        try:
+            _, claims = signed_claims(self.provider, id_token)
+        except BadToken as error:
+            raise LoginFailed(f"the ID token was refused: {error}", status=502) from None
+        problem = self._id_token_problem(claims, nonce)
+        if problem:
+            raise LoginFailed(f"the ID token was refused: {problem}", status=502)
+        return claims
+
+    def _id_token_problem(self, claims: dict, nonce: str | None) -> str | None:
+        now = time.time()
+        audience = claims.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        if claims.get("iss") != self.provider.issuer:
+            return "wrong issuer"
+        if self.client_id not in audiences:
+            return "not issued to this client"
+        if (len(audiences) > 1 or "azp" in claims) and claims.get("azp") != self.client_id:
+            return "wrong authorized party"
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            return "no subject"
+        if not is_number(claims.get("exp")) or now >= claims["exp"] + self._leeway:
+            return "expired"
+        if not is_number(claims.get("iat")) or claims["iat"] > now + self._leeway:
+            return "missing or future iat"
+        if nonce is not None and claims.get("nonce") != nonce:
+            return "nonce mismatch"
+        return None
+
+    def _endpoint(self, name: str) -> str:
+        url = self.provider.endpoint(name)
+        if not url:
+            raise ProviderUnavailable(f"discovery lists no {name}")
+        return url
+
+    def _session(self) -> OAuth2Session:
+        # One per call: OAuth2Session keeps the last token on itself and is not thread-safe.
+        return OAuth2Session(
+            client_id=self.client_id,
+            token_endpoint_auth_method="none",
+            revocation_endpoint_auth_method="none",
+            default_timeout=self._timeout,
+        )

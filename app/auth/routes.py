@@ -1,0 +1,80 @@
+"""The /auth routes of the backend-for-frontend: thin views over app.auth.flow."""
+
+from flask import Blueprint, current_app, redirect, request
+from marshmallow import ValidationError
+
+from ..errors import Forbidden, LoginFailed
+from .flow import (
+    begin_login,
+    exchange_code,
+    finish_login,
+    new_login_binding,
+    safe_return_to,
+    session_info,
+    sign_out,
+)
+from .schemas import ExchangeRequestSchema
+
+bp = Blueprint("auth", __name__, url_prefix="/auth")
+
+CSRF_HEADER = "X-CSRF"
+
+
+@bp.get("/login")
+def login():
+    config = current_app.config
+    binding = request.cookies.get(config["LOGIN_COOKIE_NAME"]) or new_login_binding()
+    url = begin_login(return_to=safe_return_to(request.args.get("return_to")), binding=binding)
+    response = redirect(url, 302)
+    response.set_cookie(
+        config["LOGIN_COOKIE_NAME"],
+        binding,
+        max_age=config["LOGIN_STATE_TTL"],
+        path="/",
+        secure=config["SESSION_COOKIE_SECURE"],
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
+
+
+@bp.get("/callback")
+def callback():
+    return_to = finish_login(request.args, request.cookies.get(current_app.config["LOGIN_COOKIE_NAME"]))
+    return redirect(return_to, 302)
+
+
+@bp.post("/exchange")
+def exchange():
+    _require_csrf_header()
+    body = request.get_json(silent=True)
+    try:
+        fields = ExchangeRequestSchema().load(body if isinstance(body, dict) else {})
+    except ValidationError as error:
+        raise LoginFailed(f"invalid exchange request: {sorted(error.messages)}", code="invalid_request") from None
+    exchange_code(**fields)
+    return session_info()
+
+
+@bp.get("/session")
+def current_session():
+    return session_info()
+
+
+@bp.post("/logout")
+def logout():
+    fetch = request.headers.get(CSRF_HEADER) == "1"
+    if not fetch and not _same_origin_form():
+        raise Forbidden(f"sign-out needs the header {CSRF_HEADER}: 1 or a same-origin form")
+    url = sign_out()
+    return {"logout_url": url} if fetch else redirect(url, 303)
+
+
+def _require_csrf_header() -> None:
+    if request.headers.get(CSRF_HEADER) != "1":
+        raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")
+
+
+def _same_origin_form() -> bool:
+    origin = request.headers.get("Origin")
+    return origin is not None and f"{origin}/" == current_app.config["BASE_URL"]

@@ -1,0 +1,39 @@
+"""Flask-Session on Redis, keyed by an HMAC of the cookie value and loaded only for /auth routes.
+
+Nothing that can change during a session lives in the session dict: tokens have their own key
+(see app.store.tokensets), so a stale write-back can never undo a refresh.
+"""
+
+import hashlib
+import hmac
+
+from flask import Flask, Request
+from flask_session.base import ServerSideSessionInterface
+from flask_session.redis import RedisSessionInterface
+
+AUTH_PREFIX = "/auth/"
+
+
+def session_ref(secret: str, sid: str) -> str:
+    """The name a session has in Redis: not the cookie itself, so read access to Redis is not a login."""
+    return hmac.new(secret.encode(), sid.encode(), hashlib.sha256).hexdigest()
+
+
+class BffSessionInterface(RedisSessionInterface):
+    """Server-side sessions in any redis-py client, Redis Cluster included."""
+
+    def __init__(self, app: Flask, client, keys, secret: str):
+        # RedisSessionInterface refuses clients that are not redis.Redis (a cluster client is not).
+        ServerSideSessionInterface.__init__(self, app, key_prefix="", use_signer=False, permanent=False, sid_length=32)
+        self.client = client
+        self._keys = keys
+        self._secret = secret
+
+    def _get_store_id(self, sid: str) -> str:
+        return self._keys.session(session_ref(self._secret, sid))
+
+    def open_session(self, app: Flask, request: Request):
+        if not request.path.startswith(AUTH_PREFIX):
+            # Other routes never use flask.session; skipping the load saves a Redis read.
+            return self.session_class(sid="", permanent=False)
+        return super().open_session(app, request)

@@ -1,0 +1,104 @@
+// The demo single-page app: same-origin calls only, the session cookie is HttpOnly and no token
+// ever reaches this page. Every API call carries the CSRF header the backend requires.
+"use strict";
+
+const api = (path, options = {}) =>
+  fetch(path, {
+    credentials: "same-origin",
+    ...options,
+    headers: { "X-CSRF": "1", Accept: "application/json", ...(options.headers || {}) },
+  });
+
+const $ = (id) => document.getElementById(id);
+
+function show(id, visible) {
+  $(id).hidden = !visible;
+}
+
+function fill(list, entries) {
+  list.replaceChildren();
+  for (const [term, value] of entries) {
+    const dt = document.createElement("dt");
+    dt.textContent = term;
+    const dd = document.createElement("dd");
+    dd.textContent = typeof value === "object" ? JSON.stringify(value) : String(value);
+    list.append(dt, dd);
+  }
+}
+
+async function errorText(response) {
+  const type = response.headers.get("Content-Type") || "";
+  if (!type.includes("application/json")) return (await response.text()).trim();
+  const body = await response.json();
+  if (typeof body.error === "string") return body.error;
+  return (body.error && body.error.message) || response.statusText;
+}
+
+async function loadOwnProfile() {
+  const response = await api("/api/v1/me/profile");
+  if (!response.ok) {
+    $("status").textContent = `Could not load your profile: ${await errorText(response)}`;
+    return;
+  }
+  const { data } = await response.json();
+  fill($("own-profile"), [
+    ["Handle", data.handle],
+    ["Display name", data.display_name],
+    ["Stats", data.stats],
+    ["Aggregate scores", data.aggregate_scores],
+  ]);
+  show("own", true);
+}
+
+async function refreshSession() {
+  const response = await api("/auth/session");
+  const session = response.ok ? await response.json() : { authenticated: false };
+  $("status").textContent = session.authenticated ? `Signed in as ${session.user}` : "Signed out";
+  show("signin", !session.authenticated);
+  show("signout", session.authenticated);
+  show("poke", session.authenticated);
+  show("own", false);
+  if (session.authenticated) await loadOwnProfile();
+}
+
+$("lookup-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const username = $("lookup-username").value.trim();
+  const response = await fetch(`/api/v1/users/${encodeURIComponent(username)}`, { credentials: "omit" });
+  const result = $("lookup-result");
+  if (!response.ok) {
+    result.textContent = await errorText(response);
+    return;
+  }
+  const profile = await response.json();
+  const list = document.createElement("dl");
+  fill(list, [
+    ["Username", profile.username],
+    ["Handle", profile.handle],
+    ["Display name", profile.display_name],
+    ["Aggregate scores", profile.aggregate_scores],
+  ]);
+  result.replaceChildren(list);
+});
+
+$("poke-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const username = $("poke-username").value.trim();
+  const response = await api("/api/v1/pokes", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ username }),
+  });
+  const result = $("poke-result");
+  if (response.status === 401) {
+    result.textContent = "Your session has ended; please sign in again.";
+    await refreshSession();
+    return;
+  }
+  const body = await response.json().catch(() => ({}));
+  if (body.success) result.textContent = `Poked ${username}!`;
+  else if (typeof body.error === "string") result.textContent = body.error;
+  else result.textContent = (body.error && body.error.message) || "The poke failed.";
+});
+
+refreshSession();

@@ -1,0 +1,19 @@
+"""Redis state: profiles, subject links, cooldowns, pending logins and session token sets."""
+
+from .cooldowns import Cooldowns
+from .keys import Keys
+from .logins import PendingLogins
+from .profiles import Profiles
+from .tokensets import TokenSets
+
+
+class Store:
+    """One app's view of Redis, each concern behind its own object."""
+
+    def __init__(self, redis, prefix: str):
+        self.redis = redis
+        self.keys = Keys(prefix)
+        self.profiles = Profiles(redis, self.keys)
+        self.cooldowns = Cooldowns(redis, self.keys)
+        self.logins = PendingLogins(redis, self.keys)
+        self.token_sets = TokenSets(redis, self.keys)

@@ -1,0 +1,152 @@
+"""User profiles (one hash per username) and the links from identity-provider subjects to them."""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}")
+
+# Link a subject to a profile: create it, claim an unowned one, or refuse one owned by another subject.
+_CLAIM = """
+local owner = redis.call('HGET', KEYS[1], 'sub')
+if owner == ARGV[1] then return 1 end
+if owner and owner ~= '' then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'sub', ARGV[1])
+  return 1
+end
+redis.call('HSET', KEYS[1], 'username', ARGV[2], 'handle', ARGV[2], 'display_name', ARGV[3],
+  'sub', ARGV[1], 'stats', '{}', 'aggregate_scores', '{}', 'disabled', '0')
+return 1
+"""
+
+
+def normalize_username(raw: str) -> str | None:
+    """The stored form of `raw`, or None when no user could have that name."""
+    if not isinstance(raw, str):
+        return None
+    username = raw.lower()
+    return username if USERNAME_PATTERN.fullmatch(username) else None
+
+
+@dataclass
+class Profile:
+    username: str
+    handle: str
+    display_name: str
+    sub: str | None = None
+    stats: dict = field(default_factory=dict)
+    aggregate_scores: dict = field(default_factory=dict)
+    disabled: bool = False
+
+    def to_hash(self) -> dict[str, str]:
+        fields = {
+            "username": self.username,
+            "handle": self.handle,
+            "display_name": self.display_name,
+            "stats": json.dumps(self.stats),
+            "aggregate_scores": json.dumps(self.aggregate_scores),
+            "disabled": "1" if self.disabled else "0",
+        }
+        if self.sub:
+            fields["sub"] = self.sub
+        return fields
+
+    @classmethod
+    def from_hash(cls, raw: dict[bytes, bytes]) -> "Profile":
+        fields = {key.decode(): value.decode() for key, value in raw.items()}
+        return cls(
+            username=fields["username"],
+            handle=fields.get("handle") or fields["username"],
+            display_name=fields.get("display_name") or fields["username"],
+            sub=fields.get("sub") or None,
+            stats=json.loads(fields.get("stats") or "{}"),
+            aggregate_scores=json.loads(fields.get("aggregate_scores") or "{}"),
+            disabled=fields.get("disabled") == "1",
+        )
+
+
+class SubjectClash(Exception):
+    """The profile a subject would take already belongs to another subject."""
+
+
+class NoProfile(Exception):
+    """A subject has no profile and nothing to create one from."""
+
+
+class Profiles:
+    """Reads and writes profiles and subject links."""
+
+    def __init__(self, redis, keys, link_cache_size: int = 100_000):
+        self._redis = redis
+        self._keys = keys
+        self._claim = redis.register_script(_CLAIM)
+        # A link never changes once made, so a process may remember it for good.
+        self._links: dict[str, str] = {}
+        self._link_cache_size = link_cache_size
+
+    def get(self, username: str) -> Profile | None:
+        """The profile stored under `username` (already normalized), or None."""
+        raw = self._redis.hgetall(self._keys.user(username))
+        return Profile.from_hash(raw) if raw else None
+
+    def get_many(self, usernames: list[str]) -> list[Profile | None]:
+        """Profiles for several usernames in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for username in usernames:
+            pipe.hgetall(self._keys.user(username))
+        return [Profile.from_hash(raw) if raw else None for raw in pipe.execute()]
+
+    def put(self, profile: Profile) -> None:
+        """Write the fields of `profile`; a stored subject link is kept when `profile` names none."""
+        self._redis.hset(self._keys.user(profile.username), mapping=profile.to_hash())
+        if profile.sub:
+            self._redis.set(self._keys.subject(profile.sub), profile.username)
+
+    def set_disabled(self, username: str, disabled: bool) -> bool:
+        """Disable or enable a stored profile; False when there is none."""
+        key = self._keys.user(username)
+        if not self._redis.exists(key):
+            return False
+        self._redis.hset(key, "disabled", "1" if disabled else "0")
+        return True
+
+    def username_for_subject(self, sub: str) -> str | None:
+        """The username linked to `sub`, if any."""
+        username = self._links.get(sub)
+        if username is None:
+            raw = self._redis.get(self._keys.subject(sub))
+            if raw is None:
+                return None
+            username = raw.decode()
+            self._remember(sub, username)
+        return username
+
+    def link(self, sub: str, preferred_username: str, display_name: str | None) -> str:
+        """Link `sub` to the profile named `preferred_username`, creating it when missing."""
+        username = normalize_username(preferred_username)
+        if username is None:
+            raise SubjectClash(f"no usable username for subject {sub}")
+        claimed = self._claim(keys=[self._keys.user(username)], args=[sub, username, display_name or username])
+        if not claimed:
+            raise SubjectClash(f"profile {username} belongs to another subject")
+        self._redis.set(self._keys.subject(sub), username)
+        self._remember(sub, username)
+        return username
+
+    def for_subject(self, sub: str, preferred_username: str | None, name: str | None) -> Profile:
+        """The profile linked to `sub`, linking or creating it on first sight of the subject."""
+        username = self.username_for_subject(sub)
+        if username is None:
+            if not preferred_username:
+                raise NoProfile(f"subject {sub} has no profile and no preferred_username")
+            username = self.link(sub, preferred_username, name)
+        profile = self.get(username)
+        if profile is None:
+            raise NoProfile(f"profile {username} of subject {sub} is gone")
+        return profile
+
+    def _remember(self, sub: str, username: str) -> None:
+        if len(self._links) >= self._link_cache_size:
+            self._links.clear()
+        self._links[sub] = username

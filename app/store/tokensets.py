@@ -1,0 +1,68 @@
+"""The tokens of one browser session, in a key of their own, changed only by compare-and-set."""
+
+import json
+
+# Replace the record only if it still has the version the caller read; keep its TTL.
+_REPLACE = """
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+if cjson.decode(current)['v'] ~= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
+"""
+
+# Release a lock only if we still hold it.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class TokenSets:
+    """Reads and writes session token sets and their refresh locks."""
+
+    def __init__(self, redis, keys):
+        self._redis = redis
+        self._keys = keys
+        self._replace = redis.register_script(_REPLACE)
+        self._release = redis.register_script(_RELEASE)
+
+    def create(self, ref: str, record: dict, ttl_ms: int) -> None:
+        """Store a new token set (version 1) for the session `ref`."""
+        self._redis.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
+
+    def load(self, ref: str) -> tuple[dict | None, int]:
+        """The session's token set and its time to live in ms, in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.get(self._keys.token_set(ref))
+        pipe.pttl(self._keys.token_set(ref))
+        raw, ttl_ms = pipe.execute()
+        return (json.loads(raw) if raw else None), ttl_ms
+
+    def replace(self, ref: str, expected_version: int, record: dict) -> bool:
+        """Store `record` as the next version unless another writer got there first."""
+        record = {**record, "v": expected_version + 1}
+        replaced = self._replace(keys=[self._keys.token_set(ref)], args=[expected_version, json.dumps(record)])
+        return bool(replaced)
+
+    def extend(self, ref: str, ttl_ms: int) -> None:
+        """Push back the idle expiry of the session and its tokens."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.pexpire(self._keys.token_set(ref), ttl_ms)
+        pipe.pexpire(self._keys.session(ref), ttl_ms)
+        pipe.execute()
+
+    def delete(self, ref: str) -> None:
+        """Remove everything the session keeps in Redis."""
+        pipe = self._redis.pipeline(transaction=False)
+        for key in (self._keys.token_set(ref), self._keys.session(ref), self._keys.refresh_lock(ref)):
+            pipe.delete(key)
+        pipe.execute()
+
+    def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
+        """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
+        return bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
+
+    def unlock(self, ref: str, owner: str) -> None:
+        """Release the refresh lock if `owner` still holds it."""
+        self._release(keys=[self._keys.refresh_lock(ref)], args=[owner])

@@ -1,0 +1,17 @@
+"""Who is calling: what a verified access token says about its subject, client and scopes."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Principal:
+    subject: str
+    client_id: str | None
+    scopes: frozenset[str]
+    is_user: bool
+    preferred_username: str | None
+    name: str | None
+    expires_at: float
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes

@@ -1,0 +1,95 @@
+"""The identity provider as its discovery document describes it, and its signing keys; both cached."""
+
+import threading
+import time
+
+import requests
+from joserfc.jwk import KeySet
+
+from ..errors import ProviderUnavailable
+
+SIGNING_KEY_TYPES = {"RSA", "EC", "OKP"}
+
+
+class Provider:
+    """Discovery (cached for `discovery_ttl`) and JWKS (re-fetched for an unknown key id at most
+    once per `refetch_interval`, so junk tokens cannot flood the provider)."""
+
+    def __init__(self, issuer: str, *, timeout: float, discovery_ttl: float, refetch_interval: float):
+        self.issuer = issuer
+        self._timeout = timeout
+        self._discovery_ttl = discovery_ttl
+        self._refetch_interval = refetch_interval
+        self._http = requests.Session()
+        self._lock = threading.RLock()
+        self._metadata: dict | None = None
+        self._metadata_at = 0.0
+        self._keys: dict[str, object] = {}
+        self._keyless: list = []
+        self._keys_at = float("-inf")
+        self._keys_loaded = False
+
+    def metadata(self) -> dict:
+        """The discovery document; a stale copy is used while the provider is unreachable."""
+        if self._metadata is not None and time.monotonic() - self._metadata_at < self._discovery_ttl:
+            return self._metadata
+        with self._lock:
+            try:
+                document = self._get_json(f"{self.issuer}/.well-known/openid-configuration")
+            except ProviderUnavailable:
+                if self._metadata is None:
+                    raise
+                return self._metadata
+            if document.get("issuer") != self.issuer:
+                raise ProviderUnavailable("discovery names another issuer")
+            self._metadata, self._metadata_at = document, time.monotonic()
+            return document
+
+    def endpoint(self, name: str) -> str | None:
+        """An endpoint URL from discovery, such as `token_endpoint`, or None when not listed."""
+        return self.metadata().get(name)
+
+    def key(self, kid: str | None):
+        """The signing key named `kid` (or the only key when `kid` is None), or None."""
+        found = self._find(kid)
+        if found is None and (kid is not None or not self._keys_loaded):
+            self._refresh_keys()
+            found = self._find(kid)
+        return found
+
+    def _find(self, kid: str | None):
+        if kid is None:
+            every = list(self._keys.values()) + self._keyless
+            return every[0] if len(every) == 1 else None
+        return self._keys.get(kid)
+
+    def _refresh_keys(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._keys_at < self._refetch_interval:
+                return
+            self._keys_at = now
+            try:
+                key_set = KeySet.import_key_set(self._get_json(self.metadata()["jwks_uri"]))
+            except (ProviderUnavailable, ValueError, TypeError, KeyError):
+                return
+            keys, keyless = {}, []
+            for key in key_set.keys:
+                if key.key_type not in SIGNING_KEY_TYPES or key.get("use", "sig") != "sig":
+                    continue
+                if key.kid:
+                    keys[key.kid] = key
+                else:
+                    keyless.append(key)
+            self._keys, self._keyless, self._keys_loaded = keys, keyless, True
+
+    def _get_json(self, url: str) -> dict:
+        try:
+            response = self._http.get(url, timeout=self._timeout)
+            response.raise_for_status()
+            document = response.json()
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderUnavailable(f"{url}: {type(error).__name__}") from None
+        if not isinstance(document, dict):
+            raise ProviderUnavailable(f"{url}: not a JSON object")
+        return document

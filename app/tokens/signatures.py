@@ -1,0 +1,57 @@
+"""Checks a compact JWS against the provider's keys: asymmetric algorithms only, never `none`."""
+
+import json
+
+from joserfc import jws
+from joserfc.errors import JoseError
+
+from .provider import Provider
+
+MAX_TOKEN_BYTES = 8192
+ASYMMETRIC_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+_REGISTRY = jws.JWSRegistry(algorithms=list(ASYMMETRIC_ALGORITHMS))
+
+
+class BadToken(Exception):
+    """The token is not a well-formed JWS signed by one of the provider's keys."""
+
+
+def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
+    """The header and claims of `token` once its signature is proven; BadToken otherwise."""
+    if len(token) > MAX_TOKEN_BYTES:
+        raise BadToken("the token is too large")
+    try:
+        compact = jws.extract_compact(token.encode("ascii"))
+        header = compact.headers()
+    except (JoseError, ValueError, TypeError, UnicodeError):
+        raise BadToken("the token is malformed") from None
+    if header.get("alg") not in ASYMMETRIC_ALGORITHMS:
+        raise BadToken("the token's algorithm is not accepted")
+    kid = header.get("kid")
+    key = provider.key(kid) if kid is None or isinstance(kid, str) else None
+    if key is None:
+        raise BadToken("the token was not signed by a known key")
+    try:
+        valid = jws.validate_compact(compact, key, registry=_REGISTRY)
+        claims = json.loads(compact.payload)
+    except (JoseError, ValueError, TypeError):
+        raise BadToken("the token's signature is invalid") from None
+    if not valid or not isinstance(claims, dict):
+        raise BadToken("the token's signature is invalid")
+    return header, claims
+
+
+def is_number(value) -> bool:
+    """True for JSON numbers (bool excluded), as time claims must be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,607 @@
+// Development OpenID Connect provider for the Profile & Poke API, built on oidc-provider.
+// Used by `make dev`, the integration tests and the browser tests. NEVER use it in production.
+// It behaves like a Keycloak realm: issuer with a path, Keycloak-style endpoint paths, JWT access
+// tokens for the API audience, public PKCE login clients, confidential client-credentials clients,
+// rotating refresh tokens, rp-initiated logout, demo accounts from accounts.json.
+//
+// Environment variables (all optional except IDP_API_CLIENT_SECRET):
+//   IDP_HOST                       listen address and issuer host (default 127.0.0.1)
+//   IDP_PORT                       listen port (default 9000; 0 picks a free port, see the ready line)
+//                                  issuer = http://IDP_HOST:IDP_PORT/realms/dev
+//   IDP_REDIRECT_URIS              comma-separated redirect URIs of every login client, exact match
+//                                  (default http://127.0.0.1:8000/auth/callback,http://127.0.0.1:8000/)
+//   IDP_POST_LOGOUT_REDIRECT_URIS  comma-separated post-logout redirect URIs of every login client
+//                                  (default http://127.0.0.1:8000/)
+//   IDP_API_CLIENT_SECRET          client secret of the confidential clients (required, never printed)
+//   IDP_ACCESS_TOKEN_TTL           access token lifetime, seconds (default 300)
+//   IDP_SHORT_ACCESS_TOKEN_TTL     access token lifetime of profile-poke-web-short (default 62)
+//   IDP_REFRESH_TOKEN_TTL          refresh token lifetime, seconds from the login; rotation keeps the
+//                                  remaining time (default 28800)
+//   IDP_ID_TOKEN_TTL               ID token lifetime, seconds (default 300)
+//   IDP_SESSION_TTL                provider (SSO) session lifetime, seconds (default 28800)
+//   IDP_DEMO_PASSWORD              password of every demo account (default demo)
+//
+// Dev-only control endpoints, outside the realm path (JSON):
+//   GET  /__dev/stats          requests that reached the provider since start or the last reset
+//   POST /__dev/stats/reset    zero the counters
+//   POST /__dev/rotate-keys    new signing key; keep_old=1 (query or body) keeps the old keys in the JWKS
+//
+// On listening it prints `dev-idp ready issuer=<issuer>`; SIGTERM/SIGINT stop it with exit code 0.
+
+import crypto from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { promisify } from 'node:util';
+
+import { Provider, errors } from 'oidc-provider';
+
+// ---------------------------------------------------------------------------- configuration
+
+function fail(message) {
+  console.error(`dev-idp: ${message}`);
+  process.exit(2);
+}
+
+function seconds(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) fail(`${name} must be a positive number of seconds`);
+  return value;
+}
+
+function uriList(name, fallback) {
+  return (process.env[name] || fallback).split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+const HOST = process.env.IDP_HOST || '127.0.0.1';
+const PORT = Number(process.env.IDP_PORT || 9000);
+if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535) fail('IDP_PORT must be a port number');
+const REDIRECT_URIS = uriList('IDP_REDIRECT_URIS', 'http://127.0.0.1:8000/auth/callback,http://127.0.0.1:8000/');
+const POST_LOGOUT_URIS = uriList('IDP_POST_LOGOUT_REDIRECT_URIS', 'http://127.0.0.1:8000/');
+const API_CLIENT_SECRET = process.env.IDP_API_CLIENT_SECRET;
+if (!API_CLIENT_SECRET) fail('IDP_API_CLIENT_SECRET is required (the secret of the confidential clients)');
+const ACCESS_TTL = seconds('IDP_ACCESS_TOKEN_TTL', 300);
+const SHORT_ACCESS_TTL = seconds('IDP_SHORT_ACCESS_TOKEN_TTL', 62);
+const REFRESH_TTL = seconds('IDP_REFRESH_TOKEN_TTL', 28800);
+const ID_TOKEN_TTL = seconds('IDP_ID_TOKEN_TTL', 300);
+const SESSION_TTL = seconds('IDP_SESSION_TTL', 28800);
+const DEMO_PASSWORD = process.env.IDP_DEMO_PASSWORD || 'demo';
+
+const REALM = '/realms/dev';
+const P = '/protocol/openid-connect'; // Keycloak's endpoint paths, relative to the realm
+const ROUTES = {
+  authorization: `${P}/auth`,
+  token: `${P}/token`,
+  userinfo: `${P}/userinfo`,
+  jwks: `${P}/certs`,
+  end_session: `${P}/logout`,
+  revocation: `${P}/revoke`,
+  introspection: `${P}/token/introspect`,
+  pushed_authorization_request: `${P}/ext/par/request`,
+};
+const LOGIN_ACTIONS = '/login-actions'; // our login pages: <REALM>/login-actions/<uid>[/login]
+
+// Resource indicator -> audience of the access tokens issued for it.
+const RESOURCES = { 'urn:profile-poke-api': 'profile-poke-api', 'urn:other-api': 'other-api' };
+const SVC_SCOPES = 'svc:profile.private svc:interact.poke';
+
+// Per client: its one resource, the API scopes it may get, the OIDC scopes it may request.
+const LOGIN_CLIENTS = {
+  'profile-poke-web': { oidcScope: 'openid profile offline_access', apiScope: SVC_SCOPES, ttl: ACCESS_TTL },
+  'profile-poke-web-short': { oidcScope: 'openid profile offline_access', apiScope: SVC_SCOPES, ttl: SHORT_ACCESS_TTL },
+  'profile-poke-web-limited': { oidcScope: 'openid', apiScope: 'svc:profile.private', ttl: ACCESS_TTL },
+};
+const POLICY = {
+  ...Object.fromEntries(Object.entries(LOGIN_CLIENTS)
+    .map(([id, c]) => [id, { ...c, resource: 'urn:profile-poke-api' }])),
+  'profile-poke-service': { resource: 'urn:profile-poke-api', apiScope: SVC_SCOPES, ttl: ACCESS_TTL },
+  'other-service': { resource: 'urn:other-api', apiScope: 'other:read', ttl: ACCESS_TTL },
+};
+const ALL_API_SCOPES = [...new Set(Object.values(POLICY).flatMap((p) => p.apiScope.split(' ')))].join(' ');
+
+const CLIENTS = [
+  ...Object.entries(LOGIN_CLIENTS).map(([clientId, c]) => ({
+    client_id: clientId,
+    application_type: 'web',
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: REDIRECT_URIS,
+    post_logout_redirect_uris: POST_LOGOUT_URIS,
+    scope: c.oidcScope,
+  })),
+  ...['profile-poke-service', 'other-service'].map((clientId) => ({
+    client_id: clientId,
+    client_secret: API_CLIENT_SECRET,
+    token_endpoint_auth_method: 'client_secret_basic', // client_secret_post is accepted as well
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+  })),
+];
+
+// Demo accounts: `login` is what one types; the other fields are the claims.
+const ACCOUNTS = JSON.parse(readFileSync(new URL('./accounts.json', import.meta.url), 'utf8'));
+const ACCOUNTS_BY_SUB = new Map(ACCOUNTS.map((a) => [a.sub, a]));
+
+function claimsOf(account) {
+  const { login, ...claims } = account;
+  return claims;
+}
+
+function digest(value) {
+  return crypto.createHash('sha256').update(String(value)).digest();
+}
+
+function authenticate(username, password) {
+  const account = ACCOUNTS.find((a) => a.login === username.trim().toLowerCase());
+  const ok = crypto.timingSafeEqual(digest(password), digest(DEMO_PASSWORD));
+  return account && ok ? account : undefined;
+}
+
+// ---------------------------------------------------------------------------- storage
+
+// In-memory adapter without the stock LRU size limit: a Map with expiry by `expiresIn`.
+const store = new Map(); // "<Model>:<id>" -> { payload, expiresAt, grantId, uid, userCode }
+const byGrant = new Map(); // grantId -> Set of keys
+const byUid = new Map(); // session uid -> key
+const byUserCode = new Map(); // user code -> key
+
+function drop(key) {
+  const entry = store.get(key);
+  if (!entry) return;
+  store.delete(key);
+  const members = byGrant.get(entry.grantId);
+  members?.delete(key);
+  if (members?.size === 0) byGrant.delete(entry.grantId);
+  if (byUid.get(entry.uid) === key) byUid.delete(entry.uid);
+  if (byUserCode.get(entry.userCode) === key) byUserCode.delete(entry.userCode);
+}
+
+function live(key) {
+  const entry = key === undefined ? undefined : store.get(key);
+  if (entry?.expiresAt !== undefined && entry.expiresAt <= Date.now()) {
+    drop(key);
+    return undefined;
+  }
+  return entry;
+}
+
+setInterval(() => { for (const key of [...store.keys()]) live(key); }, 60_000).unref();
+
+class MemoryAdapter {
+  constructor(model) {
+    this.model = model;
+  }
+
+  key(id) {
+    return `${this.model}:${id}`;
+  }
+
+  async upsert(id, payload, expiresIn) {
+    const key = this.key(id);
+    drop(key);
+    const entry = {
+      payload,
+      expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : undefined,
+      grantId: payload.grantId,
+      uid: this.model === 'Session' ? payload.uid : undefined,
+      userCode: payload.userCode,
+    };
+    store.set(key, entry);
+    if (entry.grantId) {
+      if (!byGrant.has(entry.grantId)) byGrant.set(entry.grantId, new Set());
+      byGrant.get(entry.grantId).add(key);
+    }
+    if (entry.uid) byUid.set(entry.uid, key);
+    if (entry.userCode) byUserCode.set(entry.userCode, key);
+  }
+
+  async find(id) {
+    return live(this.key(id))?.payload;
+  }
+
+  async findByUid(uid) {
+    return live(byUid.get(uid))?.payload;
+  }
+
+  async findByUserCode(userCode) {
+    return live(byUserCode.get(userCode))?.payload;
+  }
+
+  async consume(id) {
+    const entry = live(this.key(id));
+    if (entry) entry.payload.consumed = Math.floor(Date.now() / 1000);
+  }
+
+  async destroy(id) {
+    drop(this.key(id));
+  }
+
+  async revokeByGrantId(grantId) {
+    for (const key of [...(byGrant.get(grantId) ?? [])]) drop(key);
+  }
+}
+
+// ---------------------------------------------------------------------------- keys
+
+const generateKeyPair = promisify(crypto.generateKeyPair); // the sync variant can deadlock here
+
+async function newSigningKey() {
+  const { privateKey } = await generateKeyPair('rsa', { modulusLength: 2048 });
+  const jwk = privateKey.export({ format: 'jwk' });
+  const kid = crypto.createHash('sha256') // RFC 7638 thumbprint
+    .update(JSON.stringify({ e: jwk.e, kty: jwk.kty, n: jwk.n })).digest('base64url');
+  return { ...jwk, kid, alg: 'RS256', use: 'sig' };
+}
+
+let signingKeys = []; // newest first; the first one signs
+const COOKIE_KEYS = [crypto.randomBytes(32).toString('base64url')];
+
+// ---------------------------------------------------------------------------- HTML
+
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
+const CSS = 'body{font-family:sans-serif;max-width:22rem;margin:3rem auto;padding:0 1rem}'
+  + 'label,input,button{display:block;width:100%;box-sizing:border-box;margin:.3rem 0}'
+  + 'input,button{padding:.5rem;font-size:1rem}.error{color:#b00020}small{color:#666}';
+
+function esc(value) {
+  return String(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// `body` must already be escaped HTML.
+function page(title, body) {
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">`
+    + `<meta name="viewport" content="width=device-width, initial-scale=1">`
+    + `<title>${esc(title)} · dev identity provider</title><style>${CSS}</style></head>`
+    + `<body><main><h1>${esc(title)}</h1>${body}</main></body></html>`;
+}
+
+function sendHtml(res, status, html) {
+  res.writeHead(status, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Security-Policy': CSP,
+    'X-Frame-Options': 'DENY',
+  });
+  res.end(html);
+}
+
+function loginPage(uid, clientId, username, error) {
+  const action = `${REALM}${LOGIN_ACTIONS}/${encodeURIComponent(uid)}/login`;
+  return page('Sign in', `<p>to <strong>${esc(clientId)}</strong></p>`
+    + (error ? `<p id="error" class="error" role="alert">${esc(error)}</p>` : '')
+    + `<form method="post" action="${esc(action)}">`
+    + `<label for="username">Username</label>`
+    + `<input id="username" name="username" autocomplete="username" required autofocus value="${esc(username)}">`
+    + `<label for="password">Password</label>`
+    + `<input id="password" name="password" type="password" autocomplete="current-password" required>`
+    + `<button type="submit">Sign in</button></form>`
+    + `<p><small>Demo accounts: ${ACCOUNTS.map((a) => esc(a.login)).join(', ')}</small></p>`);
+}
+
+// ---------------------------------------------------------------------------- provider
+
+// First party: every login gets everything the client may have, so no consent page.
+async function grantEverything(provider, clientId, accountId, grantId) {
+  let grant = grantId ? await provider.Grant.find(grantId) : undefined;
+  if (!grant || grant.accountId !== accountId || grant.clientId !== clientId) {
+    grant = new provider.Grant({ clientId, accountId });
+  }
+  const policy = POLICY[clientId];
+  grant.addOIDCScope(policy.oidcScope);
+  grant.addResourceScope(policy.resource, policy.apiScope);
+  await grant.save();
+  return grant;
+}
+
+function buildProvider(issuer) {
+  const provider = new Provider(issuer, {
+    adapter: MemoryAdapter,
+    clients: CLIENTS,
+    jwks: { keys: signingKeys },
+    cookies: {
+      names: { session: '_idp_session', interaction: '_idp_interaction', resume: '_idp_interaction_resume' },
+      keys: COOKIE_KEYS,
+      long: { httpOnly: true, sameSite: 'lax' },
+      short: { httpOnly: true, sameSite: 'lax' },
+    },
+    routes: ROUTES,
+    responseTypes: ['code'],
+    scopes: ['openid', 'profile', 'offline_access'],
+    // Like Keycloak's default client scopes: the ID token always names the user.
+    claims: {
+      acr: null, auth_time: null, iss: null, sid: null,
+      openid: ['sub', 'preferred_username', 'name'],
+      profile: ['name', 'preferred_username', 'email'],
+    },
+    conformIdTokenClaims: false,
+    async findAccount(ctx, sub) {
+      const account = ACCOUNTS_BY_SUB.get(sub);
+      if (!account) return undefined;
+      return { accountId: sub, async claims() { return claimsOf(account); } };
+    },
+    async extraTokenClaims(ctx, token) {
+      const account = token.accountId ? ACCOUNTS_BY_SUB.get(token.accountId) : undefined;
+      if (!account) return { azp: token.clientId };
+      return { azp: token.clientId, preferred_username: account.preferred_username, name: account.name };
+    },
+    async loadExistingGrant(ctx) {
+      const { client, session } = ctx.oidc;
+      const grantId = ctx.oidc.result?.consent?.grantId || session.grantIdFor(client.clientId);
+      return grantEverything(ctx.oidc.provider, client.clientId, session.accountId, grantId);
+    },
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    interactions: {
+      url: async (ctx, interaction) => `${REALM}${LOGIN_ACTIONS}/${interaction.uid}`,
+    },
+    clientBasedCORS(ctx, origin, client) {
+      return client.clientAuthMethod === 'none'
+        && client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin);
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (ctx, client, token) => token.clientId === client.clientId,
+      },
+      rpInitiatedLogout: {
+        enabled: true,
+        async logoutSource(ctx, form) {
+          // `form` is the provider's form with its xsrf input; we put the button inside it.
+          const button = '<button type="submit" name="logout" value="yes">Sign out</button>';
+          ctx.set('Content-Security-Policy', CSP);
+          const confirm = form.replace('</form>', `${button}</form>`);
+          ctx.body = page('Sign out', `<p>Sign out of the development identity provider?</p>${confirm}`);
+        },
+        async postLogoutSuccessSource(ctx) {
+          ctx.set('Content-Security-Policy', CSP);
+          ctx.body = page('Signed out', '<p>You are signed out.</p>');
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async (ctx, client, oneOf) => oneOf ?? POLICY[client.clientId]?.resource,
+        useGrantedResource: async () => true,
+        async getResourceServerInfo(ctx, indicator, client) {
+          const policy = POLICY[client.clientId];
+          if (!policy || policy.resource !== indicator) throw new errors.InvalidTarget();
+          return {
+            audience: RESOURCES[indicator],
+            scope: policy.apiScope,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
+    async renderError(ctx, out) {
+      ctx.type = 'html';
+      ctx.set('Content-Security-Policy', CSP);
+      ctx.body = page('Error', Object.entries(out)
+        .map(([key, value]) => `<p class="error"><strong>${esc(key)}</strong>: ${esc(value)}</p>`).join(''));
+    },
+    ttl: {
+      AccessToken: (ctx, token, client) => POLICY[client.clientId]?.ttl ?? ACCESS_TTL,
+      ClientCredentials: (ctx, token, client) => POLICY[client.clientId]?.ttl ?? ACCESS_TTL,
+      AuthorizationCode: 60,
+      IdToken: ID_TOKEN_TTL,
+      // Rotation keeps the remaining lifetime, so a login's refresh tokens end REFRESH_TTL after it.
+      RefreshToken: (ctx) => ctx?.oidc?.entities.RotatedRefreshToken?.remainingTTL ?? REFRESH_TTL,
+      Interaction: 1800,
+      Session: SESSION_TTL,
+      Grant: Math.max(REFRESH_TTL, SESSION_TTL),
+    },
+  });
+  provider.proxy = false;
+
+  // Keycloak-like token responses: refresh_expires_in, and the granted OIDC scopes in `scope`.
+  provider.use(async (ctx, next) => {
+    await next();
+    const body = ctx.body;
+    if (ctx.oidc?.route !== 'token' || ctx.status !== 200 || !body || typeof body !== 'object') return;
+    const { Grant: grant, AuthorizationCode: code, RefreshToken: refreshToken } = ctx.oidc.entities;
+    const source = refreshToken ?? code;
+    if (grant && source) {
+      const requested = ctx.oidc.params.scope ? ctx.oidc.requestParamScopes : source.scopes;
+      const scopes = [...grant.getOIDCScopeFiltered(requested).split(' '), ...(body.scope ?? '').split(' ')];
+      body.scope = [...new Set(scopes.filter(Boolean))].join(' ') || undefined;
+    }
+    if (body.refresh_token) {
+      const stored = await ctx.oidc.provider.RefreshToken.find(body.refresh_token);
+      if (stored) body.refresh_expires_in = Math.max(0, stored.exp - Math.floor(Date.now() / 1000));
+    }
+  });
+
+  // The error bodies are generic; the reason goes to the log (never a token or a code).
+  for (const event of ['grant.error', 'authorization.error', 'end_session.error', 'revocation.error']) {
+    provider.on(event, (ctx, err) => {
+      console.log(`dev-idp ${event}: ${err.error || err.message} (${err.error_detail || err.error_description || ''})`);
+    });
+  }
+  provider.on('server_error', (ctx, err) => console.error('dev-idp server_error', err));
+  return provider;
+}
+
+// ---------------------------------------------------------------------------- stats
+
+const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'];
+const COUNTED = {
+  '/.well-known/openid-configuration': 'discovery',
+  [ROUTES.jwks]: 'jwks',
+  [ROUTES.revocation]: 'revocation',
+  [ROUTES.end_session]: 'end_session', // the end-session endpoint itself, not its confirm POST
+  [ROUTES.authorization]: 'authorization', // the endpoint itself, not the resume after login
+};
+
+function emptyStats() {
+  return {
+    token: Object.fromEntries(GRANT_TYPES.map((g) => [g, 0])),
+    ...Object.fromEntries(Object.values(COUNTED).map((name) => [name, 0])),
+  };
+}
+
+let stats = emptyStats();
+
+// ---------------------------------------------------------------------------- HTTP layer
+
+const BODY_LIMIT = 64 * 1024;
+
+async function readBody(req) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > BODY_LIMIT) throw Object.assign(new Error('request body too large'), { status: 413 });
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function isForm(req) {
+  return (req.headers['content-type'] || '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded';
+}
+
+// We read token request bodies (grant_type for the stats, default scope); let the provider
+// read the same bytes again as if the stream were untouched.
+function replayBody(req, buffer) {
+  req.headers['content-length'] = String(buffer.length);
+  delete req.headers['transfer-encoding'];
+  Object.defineProperty(req, 'readable', { value: true, configurable: true });
+  req.iterator = async function* iterator() { yield buffer; };
+}
+
+function sendJson(res, status, value) {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+  res.end(JSON.stringify(value));
+}
+
+let issuer;
+let provider;
+let providerCallback;
+
+function useProvider(next) {
+  provider = next;
+  providerCallback = next.callback();
+}
+
+async function devApi(req, res, path, query) {
+  if (req.method === 'GET' && path === '/__dev/stats') return sendJson(res, 200, stats);
+  if (req.method === 'POST' && path === '/__dev/stats/reset') {
+    stats = emptyStats();
+    return sendJson(res, 200, stats);
+  }
+  if (req.method === 'POST' && path === '/__dev/rotate-keys') {
+    const raw = (await readBody(req)).toString('utf8').trim();
+    let keepOld = query.get('keep_old');
+    try {
+      keepOld ??= raw.startsWith('{') ? JSON.parse(raw).keep_old : new URLSearchParams(raw).get('keep_old');
+    } catch {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: 'body is neither JSON nor a form' });
+    }
+    const keep = ['1', 'true', 'yes'].includes(String(keepOld ?? '').toLowerCase());
+    const key = await newSigningKey();
+    signingKeys = keep ? [key, ...signingKeys] : [key];
+    useProvider(buildProvider(issuer));
+    console.log(`dev-idp signing key rotated kid=${key.kid} keys=${signingKeys.length}`);
+    return sendJson(res, 200, { kid: key.kid });
+  }
+  return sendJson(res, 404, { error: 'not_found' });
+}
+
+async function loginActions(req, res, rest) {
+  const [uid, action, extra] = rest.split('/'); // uids are URL-safe (nanoid)
+  const current = provider;
+  let details;
+  try {
+    details = await current.interactionDetails(req, res);
+  } catch {
+    return sendHtml(res, 400, page('Sign-in expired', '<p class="error">This sign-in request expired or is unknown.'
+      + ' Go back to the application and sign in again.</p>'));
+  }
+  if (details.uid !== uid || extra !== undefined) return sendHtml(res, 404, page('Not found', ''));
+  const clientId = details.params.client_id;
+
+  if (details.prompt.name === 'consent') {
+    const grant = await grantEverything(current, clientId, details.session.accountId, details.grantId);
+    return current.interactionFinished(req, res, { consent: { grantId: grant.jti } });
+  }
+  if (details.prompt.name !== 'login') {
+    return sendHtml(res, 400, page('Error', `<p class="error">Unsupported prompt ${esc(details.prompt.name)}</p>`));
+  }
+  if (req.method === 'GET' && action === undefined) return sendHtml(res, 200, loginPage(uid, clientId, '', ''));
+  if (req.method !== 'POST' || action !== 'login') return sendHtml(res, 405, page('Method not allowed', ''));
+
+  const form = new URLSearchParams((await readBody(req)).toString('utf8'));
+  const username = form.get('username') || '';
+  const account = authenticate(username, form.get('password') || '');
+  if (!account) {
+    console.log('dev-idp login refused');
+    return sendHtml(res, 200, loginPage(uid, clientId, username, 'Invalid username or password.'));
+  }
+  console.log(`dev-idp login ok login=${account.login}`);
+  const result = { login: { accountId: account.sub } };
+  return current.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
+}
+
+async function handle(req, res) {
+  const url = new URL(req.url, 'http://dev-idp.invalid');
+  const path = url.pathname;
+  if (path.startsWith('/__dev/')) return devApi(req, res, path, url.searchParams);
+  if (path !== REALM && !path.startsWith(`${REALM}/`)) return sendJson(res, 404, { error: 'not_found' });
+
+  const sub = path.slice(REALM.length) || '/';
+  if (sub.startsWith(`${LOGIN_ACTIONS}/`)) return loginActions(req, res, sub.slice(LOGIN_ACTIONS.length + 1));
+
+  if (req.method !== 'OPTIONS') {
+    if (COUNTED[sub]) stats[COUNTED[sub]] += 1;
+    if (sub === ROUTES.token && req.method === 'POST' && isForm(req)) {
+      const params = new URLSearchParams((await readBody(req)).toString('utf8'));
+      const grantType = params.get('grant_type');
+      if (GRANT_TYPES.includes(grantType)) stats.token[grantType] += 1;
+      // Like Keycloak: client credentials without `scope` get the client's API scopes (the
+      // provider intersects this with the client's resource scopes).
+      if (grantType === 'client_credentials' && !params.get('scope')) params.set('scope', ALL_API_SCOPES);
+      replayBody(req, Buffer.from(params.toString(), 'utf8'));
+    }
+  }
+  // Mount the provider under the realm path: it sees its own routes, and rebuilds absolute
+  // URLs from req.originalUrl.
+  req.originalUrl = req.url;
+  req.url = req.url.slice(REALM.length) || '/';
+  return providerCallback(req, res);
+}
+
+const server = http.createServer((req, res) => {
+  const started = Date.now();
+  const path = (req.url || '').split('?')[0];
+  res.on('finish', () => console.log(`dev-idp ${req.method} ${path} ${res.statusCode} ${Date.now() - started}ms`));
+  if (!providerCallback) return sendJson(res, 503, { error: 'starting' });
+  handle(req, res).catch((err) => {
+    if (!err.status) console.error('dev-idp internal error', err);
+    if (!res.headersSent) sendJson(res, err.status || 500, { error: err.status ? err.message : 'internal_error' });
+    else res.destroy();
+  });
+});
+
+function shutdown(signal) {
+  console.log(`dev-idp stopping (${signal})`);
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+  setTimeout(() => process.exit(0), 1000).unref();
+}
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+
+signingKeys = [await newSigningKey()];
+server.on('error', (err) => fail(`cannot listen on ${HOST}:${PORT}: ${err.message}`));
+server.listen(PORT, HOST, () => {
+  const { port } = server.address();
+  const host = HOST.includes(':') ? `[${HOST}]` : HOST;
+  issuer = `http://${host}:${port}${REALM}`;
+  useProvider(buildProvider(issuer));
+  console.log(`dev-idp ready issuer=${issuer}`);
+});

@@ -1,0 +1,129 @@
+"""Start and stop the local processes the service runs beside: redis-server, the dev identity
+provider and gunicorn. Used by `make dev` (dev/run.py) and by the test fixtures."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+IDP_DIR = ROOT / "dev" / "idp"
+
+
+class StartFailed(RuntimeError):
+    """A process did not become ready in time; the message carries the end of its log."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Process:
+    """A child process with its output in a log file, stopped by process id."""
+
+    def __init__(self, name: str, argv: list[str], *, log_path: Path, env: dict | None = None, cwd=None):
+        self.name = name
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(
+            argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd or ROOT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def wait_until(self, ready, timeout: float = 30.0) -> None:
+        """Poll `ready()` until it is true; StartFailed if the process dies or time runs out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise StartFailed(f"{self.name} exited with {self.popen.returncode}:\n{self.tail()}")
+            try:
+                if ready():
+                    return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise StartFailed(f"{self.name} was not ready after {timeout}s:\n{self.tail()}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the process group, then SIGKILL what is left."""
+        if self.alive():
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+            except ProcessLookupError:
+                pass
+        self._log.close()
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -> Process:
+    """A throwaway redis-server on 127.0.0.1:`port` that keeps nothing on disk."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise StartFailed("redis-server is not installed (make installs Debian's redis-server package)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", str(workdir), *extra_args]  # fmt: skip
+    process = Process(f"redis:{port}", argv, log_path=workdir / f"redis-{port}.log")
+    process.wait_until(lambda: _redis_ping(port))
+    return process
+
+
+def _redis_ping(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+        conn.sendall(b"PING\r\n")
+        return conn.recv(16).startswith(b"+PONG")
+
+
+def start_idp(port: int, *, env: dict, log_path: Path) -> Process:
+    """The dev identity provider on 127.0.0.1:`port`, ready once discovery answers."""
+    issuer = idp_issuer(port)
+    process = Process(
+        f"idp:{port}", ["node", str(IDP_DIR / "server.js")], log_path=log_path,
+        env={"IDP_HOST": "127.0.0.1", "IDP_PORT": str(port), **env},
+    )  # fmt: skip
+    process.wait_until(lambda: requests.get(f"{issuer}/.well-known/openid-configuration", timeout=1).ok, timeout=60)
+    return process
+
+
+def idp_issuer(port: int) -> str:
+    return f"http://127.0.0.1:{port}/realms/dev"
+
+
+def start_gunicorn(port: int, *, env: dict, log_path: Path, workers: int = 2, threads: int = 4) -> Process:
+    """The app under gunicorn on 127.0.0.1:`port`, ready once it answers HTTP."""
+    argv = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+            "--threads", str(threads), "--graceful-timeout", "5", "wsgi:app"]  # fmt: skip
+    process = Process(f"app:{port}", argv, log_path=log_path, env=env)
+    process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=1).ok)
+    return process

@@ -1,0 +1,101 @@
+"""A small controllable OpenID issuer for fast tests: real HTTP discovery and JWKS on loopback,
+keys the test holds, and counters of what was fetched. Tokens are signed locally."""
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class StubIssuer:
+    """Serves `{issuer}/.well-known/openid-configuration` and the JWKS of `published` keys."""
+
+    def __init__(self):
+        self.key = self.new_key("stub-key-1")
+        self.published = [self.key]
+        self.fetches = {"discovery": 0, "jwks": 0}
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.port = self._server.server_address[1]
+        self.issuer = f"http://127.0.0.1:{self.port}/realms/stub"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def new_key(kid: str | None) -> RSAKey:
+        parameters = {"use": "sig", "alg": "RS256", **({"kid": kid} if kid else {})}
+        return RSAKey.generate_key(2048, parameters=parameters)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def access_claims(self, **overrides) -> dict:
+        now = int(time.time())
+        claims = {
+            "iss": self.issuer, "sub": "user-sub-1", "aud": "profile-poke-api", "client_id": "profile-poke-web",
+            "scope": "svc:profile.private svc:interact.poke", "iat": now, "exp": now + 300, "jti": "j1",
+            "preferred_username": "alice", "name": "Alice Liddell",
+        }  # fmt: skip
+        claims.update(overrides)
+        return {name: value for name, value in claims.items() if value is not None}
+
+    def sign(self, claims: dict, *, key: RSAKey | None = None, header: dict | None = None) -> str:
+        key = key or self.key
+        head = {"alg": "RS256", "typ": "at+jwt", **({"kid": key.kid} if key.kid else {}), **(header or {})}
+        return jwt.encode({k: v for k, v in head.items() if v is not None}, claims, key, algorithms=["RS256"])
+
+    def sign_raw(self, claims: dict, header: dict) -> str:
+        """RS256 over any header, even one a JOSE library would refuse to produce (an unknown `crit`)."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+        signature = self.key.private_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{signing_input}.{b64url(signature)}"
+
+    def unsigned(self, claims: dict, header: dict) -> str:
+        """A token with any header and an empty or HMAC signature, as an attacker would make."""
+        signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+        if header.get("alg") == "HS256":
+            secret = self.key.as_pem(private=False)
+            signature = b64url(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())
+        else:
+            signature = ""
+        return f"{signing_input}.{signature}"
+
+    def _handler(self):
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path.endswith("/.well-known/openid-configuration"):
+                    stub.fetches["discovery"] += 1
+                    body = {"issuer": stub.issuer, "jwks_uri": f"{stub.issuer}/certs",
+                            "authorization_endpoint": f"{stub.issuer}/auth",
+                            "token_endpoint": f"{stub.issuer}/token"}  # fmt: skip
+                elif self.path.endswith("/certs"):
+                    stub.fetches["jwks"] += 1
+                    body = {"keys": [key.as_dict(private=False) for key in stub.published]}
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
