@@ -64,8 +64,8 @@ class Config:
         if len(self.SECRET_KEY) < 32:
             raise ConfigError("SECRET_KEY must be at least 32 characters of random text")
         self.SESSION_COOKIE_SECURE = _flag(env.get("SESSION_COOKIE_SECURE", "true"), "SESSION_COOKIE_SECURE")
-        self.SESSION_COOKIE_NAME = "__Host-session" if self.SESSION_COOKIE_SECURE else "session"
-        self.LOGIN_COOKIE_NAME = "__Host-login" if self.SESSION_COOKIE_SECURE else "login"
+        self.SESSION_COOKIE_NAME = "__Host-session" if self.SESSION_COOKIE_SECURE else "pp_session"
+        self.LOGIN_COOKIE_NAME = "__Host-login" if self.SESSION_COOKIE_SECURE else "pp_login"
         self.SESSION_COOKIE_HTTPONLY = True
         self.SESSION_COOKIE_SAMESITE = "Lax"
         self.SESSION_IDLE_TIMEOUT = self._number("SESSION_IDLE_TIMEOUT", "1800")

@@ -30,15 +30,18 @@ def free_port() -> int:
 class Process:
     """A child process with its output in a log file, stopped by process id."""
 
-    def __init__(self, name: str, argv: list[str], *, log_path: Path, env: dict | None = None, cwd=None):
+    def __init__(self, name: str, argv: list[str], *, log_path: Path | None, env: dict | None = None, cwd=None):
+        """Start `argv`; its output goes to `log_path`, or to this process's stdout when None."""
         self.name = name
         self.log_path = log_path
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log = None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
             argv,
             stdout=self._log,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if self._log else None,
             env={**os.environ, **(env or {})},
             cwd=cwd or ROOT,
             start_new_session=True,
@@ -77,12 +80,13 @@ class Process:
                 self.popen.wait()
             except ProcessLookupError:
                 pass
-        self._log.close()
+        if self._log:
+            self._log.close()
 
     def tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
+        except (OSError, AttributeError):
             return ""
 
 
@@ -120,10 +124,10 @@ def idp_issuer(port: int) -> str:
     return f"http://127.0.0.1:{port}/realms/dev"
 
 
-def start_gunicorn(port: int, *, env: dict, log_path: Path, workers: int = 2, threads: int = 4) -> Process:
-    """The app under gunicorn on 127.0.0.1:`port`, ready once it answers HTTP."""
-    argv = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-            "--threads", str(threads), "--graceful-timeout", "5", "wsgi:app"]  # fmt: skip
+def start_gunicorn(port: int, *, env: dict, log_path: Path | None = None, workers: int = 2) -> Process:
+    """The app under gunicorn with the production config, on 127.0.0.1:`port`, ready once it answers."""
+    argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
+            "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"]  # fmt: skip
     process = Process(f"app:{port}", argv, log_path=log_path, env=env)
     process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=1).ok)
     return process

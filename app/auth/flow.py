@@ -117,7 +117,7 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
 
 def session_info() -> dict:
     """Who is signed in, with which scopes, and until when; never a token."""
-    ref = _cookie_ref()
+    ref = session_ref(current_app.config["SECRET_KEY"], session.sid) if session else None
     try:
         record = current_token_set(ref) if ref else None
     except Unauthorized:

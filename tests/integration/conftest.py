@@ -197,3 +197,30 @@ def sign_in(base_url: str, username: str, *, return_to: str = "/") -> requests.S
     done = http.get(callback, allow_redirects=False, timeout=10)
     assert done.status_code == 302, done.text
     return http
+
+
+def start_login(client, return_to: str | None = None) -> str:
+    """GET /auth/login on an in-process client; returns the provider URL it redirects to."""
+    response = client.get("/auth/login", query_string={"return_to": return_to} if return_to else None)
+    assert response.status_code == 302, response.get_data(as_text=True)
+    return response.headers["Location"]
+
+
+def callback_path(callback_url: str) -> str:
+    parts = urlsplit(callback_url)
+    return f"{parts.path}?{parts.query}"
+
+
+def signed_in_client(app, username: str, http: requests.Session | None = None):
+    """An in-process test client signed in as `username` through the real provider."""
+    client = app.test_client()
+    authorize = start_login(client)
+    callback = oidc_driver.login_at_idp(http or requests.Session(), authorize, username, PASSWORD)
+    response = client.get(callback_path(callback))
+    assert response.status_code == 302, response.get_data(as_text=True)
+    return client
+
+
+def cookie_value(client, name: str) -> str | None:
+    cookie = client.get_cookie(name)
+    return cookie.value if cookie else None

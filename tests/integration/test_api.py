@@ -201,7 +201,9 @@ def test_fifty_simultaneous_pokes_of_one_target_succeed_exactly_once(live_app, i
     token = idp.user_token("carol")
 
     def one_poke(_):
-        return requests.post(f"{live_app.url}/api/v1/pokes", json={"username": "bob"}, headers=bearer(token), timeout=10)
+        return requests.post(
+            f"{live_app.url}/api/v1/pokes", json={"username": "bob"}, headers=bearer(token), timeout=10
+        )
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         responses = list(pool.map(one_poke, range(50)))

@@ -1,0 +1,52 @@
+# The two commands that matter: `make dev` runs everything, `make test` tests everything.
+# Both install what they need first (Debian packages, the virtualenv, the dev provider's npm packages).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+IDP := dev/idp
+
+.PHONY: dev test lint format unit integration browser token app-token bench system clean
+
+dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
+	$(BIN)/python -m dev.run
+
+test: system-test $(VENV)/.installed $(IDP)/node_modules/.installed lint
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+unit: $(VENV)/.installed
+	$(BIN)/python -m pytest tests/unit
+
+token: $(VENV)/.installed
+	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }
+	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.token user "$(USER)"
+
+app-token: $(VENV)/.installed
+	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }
+	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.token app
+
+system:
+	@dev/bootstrap-system.sh
+
+system-test:
+	@dev/bootstrap-system.sh chromium
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+$(IDP)/node_modules/.installed: $(IDP)/package.json $(IDP)/package-lock.json
+	cd $(IDP) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clean:
+	rm -rf $(VENV) $(IDP)/node_modules .pytest_cache .ruff_cache
