@@ -208,7 +208,7 @@ def test_production_cookie_flags(make_app, idp):
     response = client.get(callback_path(callback), base_url="https://localhost")
     session_cookie = next(c for c in response.headers.getlist("Set-Cookie") if c.startswith("__Host-session="))
     attributes = {part.strip().split("=")[0].lower() for part in session_cookie.split(";")[1:]}
-    for cookie, attrs in ((login_cookie, None), (session_cookie, attributes)):
+    for cookie in (login_cookie, session_cookie):
         assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
         assert "Domain" not in cookie
     assert "expires" not in attributes  # a browser-session cookie; the server enforces the lifetimes
