@@ -8,7 +8,6 @@ import hmac
 import logging
 import re
 import secrets
-import time
 from urllib.parse import urlsplit
 
 from flask import current_app, request, session
@@ -109,10 +108,9 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
     _end_current_session()
     current_app.session_interface.regenerate(session)
     session.clear()
-    session["user"] = profile.username
-    session["signed_in_at"] = int(time.time())
     ref = session_ref(current_app.config["SECRET_KEY"], session.sid)
-    start_session_tokens(ref, username=profile.username, sub=claims["sub"], response=response)
+    record = start_session_tokens(ref, username=profile.username, sub=claims["sub"], response=response)
+    session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
 
 
 def session_info() -> dict:

@@ -58,7 +58,8 @@ def current_token_set(ref: str) -> dict:
         token_sets.delete(ref)
         raise Unauthorized(SESSION_ENDED)
     wanted_ms = _ttl_ms(record, now)
-    if ttl_ms < wanted_ms - IDLE_TOUCH_SLACK_MS:
+    # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
+    if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
         token_sets.extend(ref, wanted_ms)
     return record
 

@@ -6,6 +6,8 @@ Nothing that can change during a session lives in the session dict: tokens have 
 
 import hashlib
 import hmac
+import time
+from datetime import timedelta
 
 from flask import Flask, Request
 from flask_session.base import ServerSideSessionInterface
@@ -31,6 +33,13 @@ class BffSessionInterface(RedisSessionInterface):
 
     def _get_store_id(self, sid: str) -> str:
         return self._keys.session(session_ref(self._secret, sid))
+
+    def _upsert_session(self, session_lifetime: timedelta, session, store_id: str) -> None:
+        # The session key never outlives the session's absolute end (see app.auth.session_tokens).
+        ends = session.get("ends")
+        if ends:
+            session_lifetime = min(session_lifetime, timedelta(seconds=max(1, int(ends - time.time()))))
+        super()._upsert_session(session_lifetime, session, store_id)
 
     def open_session(self, app: Flask, request: Request):
         if not request.path.startswith(AUTH_PREFIX):

@@ -78,9 +78,8 @@ def redis_url(workdir):
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def idp(workdir):
-    app_ports = [free_port() for _ in range(3)]
+def start_own_idp(workdir, app_ports: list[int], **overrides) -> tuple:
+    """A dev identity provider that accepts the apps on `app_ports`; returns (process, Idp)."""
     bases = [f"http://127.0.0.1:{port}/" for port in app_ports]
     secret = secrets.token_urlsafe(24)
     port = free_port()
@@ -88,9 +87,16 @@ def idp(workdir):
         "IDP_API_CLIENT_SECRET": secret,
         "IDP_REDIRECT_URIS": ",".join([f"{base}auth/callback" for base in bases] + bases),
         "IDP_POST_LOGOUT_REDIRECT_URIS": ",".join(bases),
+        **overrides,
     }
-    server = start_idp(port, env=env, log_path=workdir / "idp.log")
-    yield Idp(idp_issuer(port), f"http://127.0.0.1:{port}", secret, app_ports)
+    server = start_idp(port, env=env, log_path=workdir / f"idp-{port}.log")
+    return server, Idp(idp_issuer(port), f"http://127.0.0.1:{port}", secret, app_ports)
+
+
+@pytest.fixture(scope="session")
+def idp(workdir):
+    server, provider = start_own_idp(workdir, [free_port() for _ in range(3)])
+    yield provider
     server.stop()
 
 
@@ -103,10 +109,8 @@ def _delete_prefix(url: str, prefix: str) -> None:
 
 def integration_env(idp: Idp, redis_url: str, index: int = 0, **overrides) -> dict:
     """The environment of an app instance that talks to the real Redis and the real provider."""
-    return app_env(
-        idp.issuer, REDIS_URL=redis_url, OIDC_REDIRECT_URI=idp.redirect_uri(index),
-        LOGIN_CLIENT_IDS=LOGIN_CLIENTS, **overrides,
-    )  # fmt: skip
+    settings = {"REDIS_URL": redis_url, "OIDC_REDIRECT_URI": idp.redirect_uri(index), "LOGIN_CLIENT_IDS": LOGIN_CLIENTS}
+    return app_env(idp.issuer, **{**settings, **overrides})  # fmt: skip
 
 
 def import_demo_users(app) -> None:
