@@ -280,7 +280,17 @@ def test_a_form_logout_from_this_origin_is_a_303(app):
     assert "id_token_hint=" in response.headers["Location"]
 
 
-@pytest.mark.parametrize("headers", [{}, {"Origin": "https://evil.example"}, {"X-CSRF": "0"}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"X-CSRF": "0"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"},
+    ],
+)
 def test_logout_without_csrf_proof_changes_nothing(app, headers):
     client = signed_in_client(app, "alice")
     response = client.post("/auth/logout", headers=headers)

@@ -1,0 +1,75 @@
+"""The demo page in real headless Chromium: sign in, own profile, poke, cooldown, sign out; and at
+every step no token in document.cookie, localStorage or sessionStorage."""
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from app.auth.sessions import session_ref
+
+pytestmark = pytest.mark.browser
+
+
+def browser_storage(page) -> str:
+    return page.evaluate(
+        "() => JSON.stringify([document.cookie, Object.entries(localStorage), Object.entries(sessionStorage)])"
+    )
+
+
+def session_tokens(redis, live_app, page) -> list[str]:
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "pp_session")
+    key = f"{live_app.env['REDIS_KEY_PREFIX']}tokens:{session_ref(live_app.env['SECRET_KEY'], cookie)}"
+    record = json.loads(redis.get(key))
+    return [record["access_token"], record["refresh_token"], record["id_token"]]
+
+
+def assert_no_token_in_the_page(page, tokens):
+    storage = browser_storage(page)
+    assert not any(token and token in storage for token in tokens)
+    assert "eyJ" not in storage  # no JWT of any kind
+
+
+def test_sign_in_profile_poke_cooldown_and_sign_out(page, live_app, redis):
+    page.goto(f"{live_app.url}/")
+    expect(page.locator("#status")).to_have_text("Signed out")
+    page.click("#signin")
+
+    page.fill("#username", "alice")
+    page.fill("#password", "demo")
+    page.click("button[type=submit]")
+
+    expect(page.locator("#status")).to_have_text("Signed in as alice")
+    expect(page.locator("#own-profile")).to_contain_text("@alice")
+    expect(page.locator("#own-profile")).to_contain_text("hours_played")
+    tokens = session_tokens(redis, live_app, page)
+    assert_no_token_in_the_page(page, tokens)
+    assert page.evaluate("() => document.cookie") == ""  # the session cookie is HttpOnly
+
+    page.fill("#lookup-username", "Carol")
+    page.click("#lookup-form button")
+    expect(page.locator("#lookup-result")).to_contain_text("Carol Danvers")
+
+    page.fill("#poke-username", "bob")
+    page.click("#poke-form button")
+    expect(page.locator("#poke-result")).to_have_text("Poked bob!")
+    assert_no_token_in_the_page(page, tokens)
+
+    page.click("#poke-form button")
+    expect(page.locator("#poke-result")).to_have_text(re.compile(r"poke on cooldown \(\d+h\d+m\d+s remaining\)"))
+    assert_no_token_in_the_page(page, tokens)
+
+    page.click("#signout button")
+    page.click("button[name=logout]")  # the provider asks to confirm
+    expect(page.locator("#status")).to_have_text("Signed out")
+    assert page.url == f"{live_app.url}/"
+    assert_no_token_in_the_page(page, tokens)
+    assert not any(c["name"] == "pp_session" for c in page.context.cookies())
+
+
+def test_an_unknown_user_lookup_shows_the_plain_text_message(page, live_app):
+    page.goto(f"{live_app.url}/")
+    page.fill("#lookup-username", "nobody")
+    page.click("#lookup-form button")
+    expect(page.locator("#lookup-result")).to_have_text("user not found")

@@ -1,0 +1,71 @@
+"""`flask users ...` against the real Redis: import is idempotent and all-or-nothing."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def run(app, *args):
+    return app.test_cli_runner().invoke(args=["users", *args])
+
+
+def write(tmp_path, records) -> str:
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps(records))
+    return str(path)
+
+
+def test_import_twice_changes_nothing(app, tmp_path, redis, keys_of):
+    path = write(tmp_path, [{"username": "Zed", "display_name": "Zed", "aggregate_scores": {"overall": 1.5}}])
+    assert run(app, "import", path).exit_code == 0
+    snapshot = {key: redis.hgetall(key) if redis.type(key) == b"hash" else redis.get(key) for key in keys_of(app)}
+    assert run(app, "import", path).exit_code == 0
+    assert {
+        key: redis.hgetall(key) if redis.type(key) == b"hash" else redis.get(key) for key in keys_of(app)
+    } == snapshot
+
+
+def test_show_prints_the_stored_profile_as_json(app):
+    result = run(app, "show", "ALICE")
+    assert result.exit_code == 0
+    shown = json.loads(result.output)
+    assert shown["username"] == "alice" and shown["stats"]["github"]["stars"] == 95 and shown["disabled"] is False
+
+
+@pytest.mark.parametrize(
+    ("records", "named"),
+    [
+        ([{"username": "ok1"}, {"handle": "no-username"}], "record 1: field 'username'"),
+        ([{"username": "ok1"}, {"username": "bad name!"}], "record 1: field 'username'"),
+        ([{"username": "ok1", "stats": {"steam": 3}}], "record 0: field 'stats'"),
+        ([{"username": "ok1", "aggregate_scores": {"x": "high"}}], "record 0: field 'aggregate_scores'"),
+        ([{"username": "ok1", "colour": "red"}], "record 0: field 'colour'"),
+        ([{"username": "ok1", "sub": "85f133df-4106-414d-b3aa-3ec6f5a22072"}], "record 0: field 'sub'"),
+        ([{"username": "ok1"}, {"username": "OK1"}], "record 1"),
+    ],
+)
+def test_a_bad_file_writes_nothing_and_names_the_record_and_field(app, tmp_path, keys_of, records, named):
+    before = keys_of(app)
+    result = run(app, "import", write(tmp_path, records))
+    assert result.exit_code != 0
+    assert named in result.output
+    assert keys_of(app) == before
+
+
+def test_create_disable_and_enable(app, client):
+    assert run(app, "create", "newbie", "--display-name", "New Bie").exit_code == 0
+    assert client.get("/api/v1/users/newbie").json["display_name"] == "New Bie"
+    assert run(app, "create", "newbie").exit_code != 0
+    assert run(app, "disable", "newbie").exit_code == 0
+    assert client.get("/api/v1/users/newbie").status_code == 404
+    assert run(app, "enable", "NewBie").exit_code == 0
+    assert client.get("/api/v1/users/newbie").status_code == 200
+
+
+@pytest.mark.parametrize("command", ["show", "disable", "enable"])
+def test_commands_on_a_missing_user_fail(app, command):
+    result = run(app, command, "ghost")
+    assert result.exit_code != 0
+    assert "no profile ghost" in result.output
