@@ -15,13 +15,21 @@ function show(id, visible) {
   $(id).hidden = !visible;
 }
 
+// {"steam": {"hours": 3}} -> "steam: hours 3"; {"overall": 87.5} -> "overall 87.5"
+function describe(object) {
+  const parts = Object.entries(object).map(([name, value]) =>
+    value !== null && typeof value === "object" ? `${name}: ${describe(value)}` : `${name} ${value}`,
+  );
+  return parts.length ? parts.join(typeof Object.values(object)[0] === "object" ? "; " : ", ") : "none";
+}
+
 function fill(list, entries) {
   list.replaceChildren();
   for (const [term, value] of entries) {
     const dt = document.createElement("dt");
     dt.textContent = term;
     const dd = document.createElement("dd");
-    dd.textContent = typeof value === "object" ? JSON.stringify(value) : String(value);
+    dd.textContent = typeof value === "object" ? describe(value) : String(value);
     list.append(dt, dd);
   }
 }
