@@ -76,6 +76,7 @@ class Config:
         self.REDIS_URL = env.get("REDIS_URL") or "redis://localhost:6379/0"
         self.REDIS_KEY_PREFIX = env.get("REDIS_KEY_PREFIX", "pp:")
         self.REDIS_SOCKET_TIMEOUT = self._number("REDIS_SOCKET_TIMEOUT", "1", float)
+        self.REDIS_TLS_VERIFY = _flag(env.get("REDIS_TLS_VERIFY", "true"), "REDIS_TLS_VERIFY")
 
         # Process
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")

@@ -37,7 +37,9 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
 
 def register_extensions(app: Flask, config: Config, redis=None) -> None:
     if redis is None:
-        redis = make_redis(config.REDIS_URL, socket_timeout=config.REDIS_SOCKET_TIMEOUT)
+        redis = make_redis(
+            config.REDIS_URL, socket_timeout=config.REDIS_SOCKET_TIMEOUT, tls_verify=config.REDIS_TLS_VERIFY
+        )
     store = Store(redis, config.REDIS_KEY_PREFIX)
     provider = Provider(
         config.OIDC_ISSUER_URL,

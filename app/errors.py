@@ -130,7 +130,12 @@ def handle_login_failed(error: LoginFailed):
     return _envelope(error.status, error.code, error.message)
 
 
-REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+REDIS_DOWN = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.RedisClusterException,
+)
 
 
 def handle_redis_down(error: Exception):

@@ -1,9 +1,13 @@
 """The app's long-lived collaborators: one Redis client, the provider, token checks, the login client."""
 
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 
 import redis
 from flask import current_app
+from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
 
 
 @dataclass
@@ -14,13 +18,28 @@ class Services:
     login_client: "object"
 
 
-def make_redis(url: str, *, socket_timeout: float):
-    """A redis-py client for `url` whose every call gives up after `socket_timeout` seconds."""
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=socket_timeout,
-        health_check_interval=30,
+CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
+
+
+def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
+    """A redis-py client for `url` (a cluster client for `redis+cluster://host:port[,host:port]`)
+    whose every call gives up after `socket_timeout` seconds."""
+    parts = urlsplit(url)
+    options = {"socket_timeout": socket_timeout, "socket_connect_timeout": socket_timeout}
+    if parts.scheme.startswith("rediss") and not tls_verify:
+        options["ssl_cert_reqs"] = "none"  # Heroku Redis presents a self-signed certificate
+    if parts.scheme not in CLUSTER_SCHEMES:
+        return redis.Redis.from_url(url, health_check_interval=30, **options)
+    hosts = parts.netloc.rpartition("@")[2]
+    nodes = [ClusterNode(host, int(port or 6379)) for host, _, port in (h.partition(":") for h in hosts.split(","))]
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        ssl=CLUSTER_SCHEMES[parts.scheme],
+        # One retry (for MOVED after a resharding), no backoff: a request must fail near the timeout.
+        retry=Retry(NoBackoff(), retries=1),
+        **options,
     )
 
 

@@ -2,6 +2,7 @@
 provider and gunicorn. Used by `make dev` (dev/run.py) and by the test fixtures."""
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -25,6 +26,23 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def free_cluster_port() -> int:
+    """A free port P whose cluster bus port P + 10000 is free too (Redis needs P <= 55535)."""
+    while True:
+        port = secrets.randbelow(25_000) + 20_000
+        if all(_is_free(candidate) for candidate in (port, port + 10_000)):
+            return port
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class Process:
@@ -101,6 +119,32 @@ def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -
     process = Process(f"redis:{port}", argv, log_path=workdir / f"redis-{port}.log")
     process.wait_until(lambda: _redis_ping(port))
     return process
+
+
+def start_redis_cluster(ports: list[int], *, workdir: Path) -> list[Process]:
+    """A real Redis Cluster of one master per port (no replicas), slots assigned, state ok."""
+    nodes = [
+        start_redis(port, workdir=workdir, extra_args=("--cluster-enabled", "yes", "--cluster-config-file",
+                                                        f"nodes-{port}.conf", "--cluster-node-timeout", "2000"))
+        for port in ports
+    ]  # fmt: skip
+    try:
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{port}" for port in ports),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        nodes[0].wait_until(lambda: all(_cluster_ok(port) for port in ports))
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return nodes
+
+
+def _cluster_ok(port: int) -> bool:
+    info = subprocess.run(["redis-cli", "-p", str(port), "cluster", "info"], capture_output=True, text=True).stdout
+    return "cluster_state:ok" in info
 
 
 def _redis_ping(port: int) -> bool:

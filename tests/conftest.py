@@ -10,6 +10,10 @@ from config import Config
 from tests.stub_issuer import StubIssuer
 
 
+def pytest_addoption(parser):
+    parser.addoption("--redis-cluster", action="store_true", help="run against a real three-master Redis Cluster")
+
+
 def app_env(issuer: str, **overrides) -> dict:
     """The environment of an app instance under test."""
     env = {

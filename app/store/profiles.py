@@ -90,13 +90,6 @@ class Profiles:
         raw = self._redis.hgetall(self._keys.user(username))
         return Profile.from_hash(raw) if raw else None
 
-    def get_many(self, usernames: list[str]) -> list[Profile | None]:
-        """Profiles for several usernames in one round trip."""
-        pipe = self._redis.pipeline(transaction=False)
-        for username in usernames:
-            pipe.hgetall(self._keys.user(username))
-        return [Profile.from_hash(raw) if raw else None for raw in pipe.execute()]
-
     def put(self, profile: Profile) -> None:
         """Write the fields of `profile`; a stored subject link is kept when `profile` names none."""
         self._redis.hset(self._keys.user(profile.username), mapping=profile.to_hash())

@@ -11,13 +11,22 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import pytest
-import redis as redis_py
 import requests
 
 from app import create_app
+from app.extensions import make_redis
 from config import Config
 from dev import oidc_driver
-from dev.services import ROOT, free_port, idp_issuer, start_gunicorn, start_idp, start_redis
+from dev.services import (
+    ROOT,
+    free_cluster_port,
+    free_port,
+    idp_issuer,
+    start_gunicorn,
+    start_idp,
+    start_redis,
+    start_redis_cluster,
+)
 from tests.conftest import app_env
 
 pytestmark = pytest.mark.integration
@@ -67,10 +76,18 @@ def workdir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def redis_url(workdir):
+def redis_url(workdir, request):
+    """A single redis-server, or with --redis-cluster a three-master Redis Cluster, on private ports."""
     given = os.environ.get("TEST_REDIS_URL") or os.environ.get("REDIS_URL")
     if given:
         yield given
+        return
+    if request.config.getoption("--redis-cluster"):
+        ports = [free_cluster_port() for _ in range(3)]
+        nodes = start_redis_cluster(ports, workdir=workdir / "cluster")
+        yield f"redis+cluster://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}/"
+        for node in nodes:
+            node.stop()
         return
     port = free_port()
     server = start_redis(port, workdir=workdir / "redis")
@@ -101,7 +118,7 @@ def idp(workdir):
 
 
 def _delete_prefix(url: str, prefix: str) -> None:
-    client = redis_py.Redis.from_url(url)
+    client = make_redis(url, socket_timeout=5)
     for key in client.scan_iter(match=f"{prefix}*", count=500):
         client.delete(key)
     client.close()
@@ -147,7 +164,7 @@ def client(app):
 
 @pytest.fixture
 def redis(redis_url):
-    client = redis_py.Redis.from_url(redis_url)
+    client = make_redis(redis_url, socket_timeout=5)
     yield client
     client.close()
 
