@@ -79,6 +79,7 @@ class Config:
         self.REDIS_TLS_VERIFY = _flag(env.get("REDIS_TLS_VERIFY", "true"), "REDIS_TLS_VERIFY")
 
         # Process
+        self.PROXY_HOPS = self._number("PROXY_HOPS", "0")
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")
         self.LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
 

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from config import Config
 
@@ -13,6 +14,7 @@ from .auth.sessions import BffSessionInterface
 from .cli import users_cli
 from .errors import register_error_handlers
 from .extensions import Services, make_redis
+from .health import bp as health_bp
 from .logs import configure_logging
 from .security import register_security_headers
 from .store import Store
@@ -32,6 +34,10 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_error_handlers(app)
     register_security_headers(app)
     configure_logging(app)
+    if config.PROXY_HOPS:
+        app.wsgi_app = ProxyFix(
+            app.wsgi_app, x_for=config.PROXY_HOPS, x_proto=config.PROXY_HOPS, x_host=config.PROXY_HOPS
+        )
     return app
 
 
@@ -68,4 +74,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(api_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(web_bp)
+    app.register_blueprint(health_bp)
     app.cli.add_command(users_cli)

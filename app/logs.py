@@ -35,6 +35,7 @@ def _log_request(response):
         "status": response.status_code,
         "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
         "user": g.get("user"),
+        "remote": request.remote_addr,
     }
     log.info("request", extra={"fields": fields})
     response.headers[REQUEST_ID] = g.get("request_id", "")
