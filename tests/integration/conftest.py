@@ -187,13 +187,12 @@ class LiveApp:
     log_path: object
 
 
-def start_live_app(idp: Idp, redis_url: str, workdir, index: int, **overrides) -> tuple:
-    env = integration_env(idp, redis_url, index, **overrides)
+def start_live_app(env: dict, port: int, workdir) -> tuple:
+    """The app under gunicorn on `port` with `env`, demo users imported by the real CLI."""
     subprocess.run(
         [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", str(DEMO_USERS)],
         env={**os.environ, **env}, cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
-    port = idp.app_ports[index]
     log_path = workdir / f"app-{port}.log"
     server = start_gunicorn(port, env=env, log_path=log_path)
     return server, LiveApp(f"http://127.0.0.1:{port}", env, log_path)
@@ -202,7 +201,8 @@ def start_live_app(idp: Idp, redis_url: str, workdir, index: int, **overrides) -
 @pytest.fixture(scope="session")
 def live_app(idp, redis_url, workdir):
     """The app under gunicorn (2 workers x 4 threads) with the short-lived-token login client."""
-    server, live = start_live_app(idp, redis_url, workdir, 1, OIDC_CLIENT_ID="profile-poke-web-short")
+    env = integration_env(idp, redis_url, 1, OIDC_CLIENT_ID="profile-poke-web-short")
+    server, live = start_live_app(env, idp.app_ports[1], workdir)
     yield live
     server.stop()
     _delete_prefix(redis_url, live.env["REDIS_KEY_PREFIX"])
