@@ -7,7 +7,9 @@ import hmac
 import json
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
 
 from joserfc import jwt
 from joserfc.jwk import RSAKey
@@ -20,14 +22,15 @@ def b64url(data: bytes) -> str:
 class StubIssuer:
     """Serves `{issuer}/.well-known/openid-configuration` and the JWKS of `published` keys."""
 
-    def __init__(self):
-        self.key = self.new_key("stub-key-1")
+    def __init__(self, key: RSAKey | None = None):
+        self.key = key or self.new_key("stub-key-1")
         self.published = [self.key]
-        self.fetches = {"discovery": 0, "jwks": 0}
+        self.fetches = Counter()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.port = self._server.server_address[1]
         self.issuer = f"http://127.0.0.1:{self.port}/realms/stub"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll interval: stop() waits for one, and tests may start a stub each.
+        threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True).start()
 
     @staticmethod
     def new_key(kid: str | None) -> RSAKey:
@@ -72,25 +75,39 @@ class StubIssuer:
             signature = ""
         return f"{signing_input}.{signature}"
 
+    def discovery(self) -> dict:
+        """The discovery document."""
+        return {"issuer": self.issuer, "jwks_uri": f"{self.issuer}/certs",
+                "authorization_endpoint": f"{self.issuer}/auth", "token_endpoint": f"{self.issuer}/token"}  # fmt: skip
+
+    def answer(self, method: str, path: str, params: dict, headers) -> tuple[int, dict, dict | None]:
+        """Status, headers and JSON body for a request whose query or form fields are `params`."""
+        if method == "GET" and path.endswith("/.well-known/openid-configuration"):
+            self.fetches["discovery"] += 1
+            return 200, {}, self.discovery()
+        if method == "GET" and path.endswith("/certs"):
+            self.fetches["jwks"] += 1
+            return 200, {}, {"keys": [key.as_dict(private=False) for key in self.published]}
+        self.fetches["other"] += 1
+        return 404, {}, {"error": "not_found"}
+
     def _handler(self):
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                if self.path.endswith("/.well-known/openid-configuration"):
-                    stub.fetches["discovery"] += 1
-                    body = {"issuer": stub.issuer, "jwks_uri": f"{stub.issuer}/certs",
-                            "authorization_endpoint": f"{stub.issuer}/auth",
-                            "token_endpoint": f"{stub.issuer}/token"}  # fmt: skip
-                elif self.path.endswith("/certs"):
-                    stub.fetches["jwks"] += 1
-                    body = {"keys": [key.as_dict(private=False) for key in stub.published]}
-                else:
-                    self.send_error(404)
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                url = urlsplit(self.path)
+                self._reply(*stub.answer("GET", url.path, dict(parse_qsl(url.query)), self.headers))
+
+            def do_POST(self):
+                form = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                self._reply(*stub.answer("POST", urlsplit(self.path).path, dict(parse_qsl(form)), self.headers))
+
+            def _reply(self, status: int, headers: dict, body: dict | None):
+                data = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

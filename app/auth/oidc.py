@@ -108,7 +108,7 @@ class LoginClient:
     def verify_id_token(self, id_token, *, nonce: str | None) -> dict:
         """The claims of a valid ID token for this client (and `nonce`, when one was sent)."""
         if not isinstance(id_token, str):
-            raise LoginFailed("the identity provider sent no ID token")
+            raise LoginFailed("the identity provider sent no ID token", status=502)
         try:
             _, claims = signed_claims(self.provider, id_token)
         except BadToken as error:

@@ -31,6 +31,17 @@ def test_a_valid_user_token_reads_the_own_profile(unit_client, stub_issuer, alic
     assert response.headers["Cache-Control"] == "no-store"
 
 
+def _attacker(stub, claims, header: str, kid: str = "attacker-key") -> str:
+    """Signed by a key of the attacker's, which the header offers in the way `header` allows."""
+    attacker = stub.new_key(kid)
+    offered = {
+        "jku": f"{stub.issuer}/attacker-jwks",
+        "x5u": f"{stub.issuer}/attacker-cert",
+        "jwk": attacker.as_dict(private=False),
+    }[header]
+    return stub.sign(claims(), key=attacker, header={header: offered})
+
+
 def _id_token(stub, claims):
     id_claims = claims(aud=["profile-poke-web", "profile-poke-api"], nonce="n", azp="profile-poke-web")
     return stub.sign(id_claims, header={"typ": "JWT"})
@@ -56,6 +67,13 @@ HOSTILE = {
     "over 8 KB": lambda stub, claims: stub.sign(claims(padding="x" * 9000)),
     "non-ASCII garbage": lambda stub, claims: "äöü.\u2603.\U0001f4a9",
     "not a JWT": lambda stub, claims: "just-some-opaque-value",
+    "jku header pointing at the attacker's keys": lambda stub, claims: _attacker(stub, claims, "jku"),
+    "x5u header pointing at the attacker's keys": lambda stub, claims: _attacker(stub, claims, "x5u"),
+    "embedded jwk of the attacker's key": lambda stub, claims: _attacker(stub, claims, "jwk"),
+    "embedded jwk under the real kid": lambda stub, claims: _attacker(stub, claims, "jwk", kid=stub.key.kid),
+    "right keys, another issuer": lambda stub, claims: stub.sign(claims(iss=stub.issuer.replace("stub", "other"))),
+    "exp as a string": lambda stub, claims: stub.sign(claims(exp=str(int(time.time()) + 300))),
+    "aud as a number": lambda stub, claims: stub.sign(claims(aud=42)),
     "unknown crit header": lambda stub, claims: stub.sign_raw(
         claims(), {"alg": "RS256", "typ": "at+jwt", "kid": stub.key.kid, "crit": ["x-unknown"], "x-unknown": 1}
     ),
@@ -69,6 +87,26 @@ def test_hostile_token_is_refused_as_invalid_token(unit_client, stub_issuer, ali
     assert response.status_code == 401
     assert response.json["error"]["code"] == "invalid_token"
     assert response.headers["WWW-Authenticate"].startswith('Bearer realm="profile-poke", error="invalid_token"')
+
+
+def test_offered_key_locations_are_never_fetched(unit_client, stub_issuer, alice):
+    for case in ("jku header pointing at the attacker's keys", "x5u header pointing at the attacker's keys"):
+        assert call(unit_client, HOSTILE[case](stub_issuer, stub_issuer.access_claims)).status_code == 401
+    assert stub_issuer.fetches["other"] == 0
+
+
+def test_a_token_expiring_this_second_is_refused_without_leeway(stub_issuer, fake_redis):
+    app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
+    now = int(time.time())
+    expiring = stub_issuer.sign(stub_issuer.access_claims(exp=now, iat=now - 60))
+    assert call(app.test_client(), expiring).json["error"]["code"] == "invalid_token"
+
+
+def test_the_leeway_accepts_a_token_that_expired_seconds_ago(unit_client, stub_issuer, alice):
+    just_expired = stub_issuer.sign(stub_issuer.access_claims(exp=int(time.time()) - 5))
+    assert call(unit_client, just_expired).status_code == 200
 
 
 def test_a_bad_token_on_the_public_profile_is_refused(unit_client, stub_issuer, alice):
