@@ -7,6 +7,7 @@ from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 API_PREFIX = "/api/v1"
+USERS_PREFIX = f"{API_PREFIX}/users/"
 REALM = "profile-poke"
 RETRY_AFTER_UNAVAILABLE = "5"
 
@@ -160,6 +161,9 @@ def handle_http_error(error: HTTPException):
         return handle_redis_down(error.original_exception)
     if not request.path.startswith((API_PREFIX, "/auth")):
         return error
+    if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:
+        # A name the router cannot even match (a newline, say) is still just an unknown user.
+        return handle_unknown_user(UnknownUser(request.path))
     code = (error.name or "error").lower().replace(" ", "_")
     headers = {"Allow": ", ".join(error.valid_methods)} if getattr(error, "valid_methods", None) else {}
     return _envelope(error.code or 500, code, error.description or error.name, headers)

@@ -35,7 +35,7 @@ def test_usernames_match_case_insensitively(client, name):
     assert client.get(f"/api/v1/users/{name}").json["username"] == "alice"
 
 
-@pytest.mark.parametrize("name", ["nobody", "dave", "a" * 65, "al ice", "bad/name", "%00"])
+@pytest.mark.parametrize("name", ["nobody", "dave", "a" * 65, "al ice", "bad/name", "%00", "o%0Ab", "%C2%A3%0A"])
 def test_unknown_disabled_or_impossible_users_are_a_plain_text_404(client, name):
     response = client.get(f"/api/v1/users/{name}")
     assert response.status_code == 404
