@@ -9,6 +9,8 @@ from app import create_app
 from config import Config
 from tests.stub_issuer import StubIssuer
 
+pytest_plugins = ["tests.report"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--redis-cluster", action="store_true", help="run against a real three-master Redis Cluster")

@@ -1,10 +1,13 @@
 """The /api/v1 contract with real tokens from the dev provider and the real Redis."""
 
 import re
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from joserfc import jwt
+from joserfc.jwk import RSAKey
 
 from app.store.cooldowns import COOLDOWN_MS
 
@@ -223,3 +226,14 @@ def test_unknown_routes_and_methods_get_the_json_envelope(client, method, path, 
     assert response.json["error"]["code"] == code
     if status == 405:
         assert response.headers["Allow"]
+
+
+def test_a_flood_of_random_key_ids_costs_the_provider_at_most_one_jwks_fetch(client, idp):
+    key = RSAKey.generate_key(2048)
+    assert client.get("/api/v1/me/profile", headers=bearer(idp.user_token("alice"))).status_code == 200
+    idp.reset_stats()
+    for _ in range(40):
+        header = {"alg": "RS256", "typ": "at+jwt", "kid": secrets.token_hex(8)}
+        forged = jwt.encode(header, {"iss": idp.issuer, "sub": "x", "aud": "profile-poke-api"}, key)
+        assert client.get("/api/v1/me/profile", headers=bearer(forged)).json["error"]["code"] == "invalid_token"
+    assert idp.stats()["jwks"] <= 1
