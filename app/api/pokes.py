@@ -7,6 +7,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import PokeFailed
 from ..extensions import services
+from ..store.cooldowns import UNKNOWN_TARGET
 from ..store.profiles import Profile, normalize_username
 from .schemas import poke_target
 
@@ -40,13 +41,11 @@ def poke(*, poker: Profile, target: str) -> None:
     username = normalize_username(target)
     if username == poker.username:
         raise PokeFailed("cannot poke yourself")
-    store = services().store
-    profile = store.profiles.get(username) if username else None
-    if profile is None or profile.disabled:
+    outcome = services().store.cooldowns.try_poke(poker.username, username) if username else UNKNOWN_TARGET
+    if outcome == UNKNOWN_TARGET:
         raise PokeFailed(f"user not found: {target}")
-    seconds_left = store.cooldowns.try_start(poker.username, username)
-    if seconds_left:
-        raise PokeFailed(f"poke on cooldown ({format_duration(seconds_left)} remaining)", retry_after=seconds_left)
+    if outcome:
+        raise PokeFailed(f"poke on cooldown ({format_duration(outcome)} remaining)", retry_after=outcome)
 
 
 def format_duration(seconds: int) -> str:

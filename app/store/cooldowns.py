@@ -3,11 +3,15 @@
 import math
 
 COOLDOWN_MS = 24 * 60 * 60 * 1000
+UNKNOWN_TARGET = -1
 
-# SET NX PX decides; on refusal the same round trip reports the time left.
-_CLAIM = """
-if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return -1 end
-return redis.call('PTTL', KEYS[1])
+# One round trip decides a poke: the target must exist and be enabled, then SET NX PX starts the
+# cooldown, or PTTL tells what is left. Both keys share the target's hash tag (one cluster slot).
+_POKE = """
+local disabled = redis.call('HGET', KEYS[1], 'disabled')
+if not disabled or disabled == '1' then return -2 end
+if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return -1 end
+return redis.call('PTTL', KEYS[2])
 """
 
 
@@ -16,11 +20,15 @@ class Cooldowns:
 
     def __init__(self, redis, keys):
         self._keys = keys
-        self._claim = redis.register_script(_CLAIM)
+        self._poke = redis.register_script(_POKE)
 
-    def try_start(self, poker: str, target: str) -> int:
-        """Start the pair's cooldown; return 0 on success, else the whole seconds left (at least 1)."""
-        left_ms = self._claim(keys=[self._keys.cooldown(poker, target)], args=[COOLDOWN_MS])
+    def try_poke(self, poker: str, target: str) -> int:
+        """Start the pair's cooldown: 0 on success, UNKNOWN_TARGET when the target does not exist or
+        is disabled, else the whole seconds left (at least 1)."""
+        keys = [self._keys.user(target), self._keys.cooldown(poker, target)]
+        left_ms = self._poke(keys=keys, args=[COOLDOWN_MS])
+        if left_ms == -2:
+            return UNKNOWN_TARGET
         if left_ms == -1:
             return 0
         # PTTL is -1 only for a key that lost its TTL; treat it as a full cooldown, never as free.

@@ -1,6 +1,7 @@
 """Every Redis key the service uses, built here and only here, under a configurable prefix.
 
-Each command touches exactly one of these keys, so a Redis Cluster can serve any of them.
+Each command touches exactly one of these keys, so a Redis Cluster can serve any of them; the one
+script that reads two (a poke) finds both in one slot through the `{target}` hash tag.
 """
 
 
@@ -11,13 +12,13 @@ class Keys:
         self.prefix = prefix
 
     def user(self, username: str) -> str:
-        return f"{self.prefix}user:{username}"
+        return f"{self.prefix}user:{{{username}}}"
 
     def subject(self, sub: str) -> str:
         return f"{self.prefix}sub:{sub}"
 
     def cooldown(self, poker: str, target: str) -> str:
-        return f"{self.prefix}cooldown:{poker}:{target}"
+        return f"{self.prefix}cooldown:{{{target}}}:{poker}"
 
     def pending_login(self, state: str) -> str:
         return f"{self.prefix}login:{state}"

@@ -10,6 +10,7 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from app.store.cooldowns import COOLDOWN_MS
+from app.store.keys import Keys
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +145,7 @@ def test_poke_then_cooldown_with_message_ttl_and_retry_after(client, idp, redis,
     remaining = hours * 3600 + minutes * 60 + seconds
     assert 24 * 3600 - 5 <= remaining <= 24 * 3600
     assert second.headers["Retry-After"] == str(remaining)
-    pttl = redis.pttl(f"{app.config['REDIS_KEY_PREFIX']}cooldown:alice:bob")
+    pttl = redis.pttl(Keys(app.config["REDIS_KEY_PREFIX"]).cooldown("alice", "bob"))
     assert COOLDOWN_MS - 5000 <= pttl <= COOLDOWN_MS
 
 
@@ -155,7 +156,7 @@ def test_the_cooldown_is_per_target_and_per_poker(client, idp):
 
 
 def test_cooldown_message_counts_down_from_the_stored_ttl(client, idp, redis, app):
-    redis.set(f"{app.config['REDIS_KEY_PREFIX']}cooldown:alice:bob", 1, px=303_400)
+    redis.set(Keys(app.config["REDIS_KEY_PREFIX"]).cooldown("alice", "bob"), 1, px=303_400)
     response = poke(client, idp.user_token("alice"), {"username": "bob"})
     assert response.json == {"success": False, "error": "poke on cooldown (0h5m4s remaining)"}
 
