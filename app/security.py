@@ -2,7 +2,7 @@
 
 from urllib.parse import urlsplit
 
-from flask import Flask, current_app, request
+from flask import Flask, request
 
 PRIVATE_PREFIXES = ("/auth/", "/api/v1/")
 
@@ -17,16 +17,21 @@ def _content_security_policy(issuer: str) -> str:
     )
 
 
-def add_security_headers(response):
-    headers = response.headers
-    headers.setdefault("Content-Security-Policy", _content_security_policy(current_app.config["OIDC_ISSUER_URL"]))
-    headers.setdefault("X-Content-Type-Options", "nosniff")
-    headers.setdefault("Referrer-Policy", "no-referrer")
-    headers.setdefault("X-Frame-Options", "DENY")
-    if request.path.startswith(PRIVATE_PREFIXES) and "Cache-Control" not in headers:
-        headers["Cache-Control"] = "no-store"
-    return response
-
-
 def register_security_headers(app: Flask) -> None:
+    """Every response gets the headers below; they are computed once, not per request."""
+    fixed = {
+        "Content-Security-Policy": _content_security_policy(app.config["OIDC_ISSUER_URL"]),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+    }
+
+    def add_security_headers(response):
+        headers = response.headers
+        for name, value in fixed.items():
+            headers.setdefault(name, value)
+        if "Cache-Control" not in headers and request.path.startswith(PRIVATE_PREFIXES):
+            headers["Cache-Control"] = "no-store"
+        return response
+
     app.after_request(add_security_headers)

@@ -14,6 +14,9 @@ from .scopes import POKE_SCOPE, PROFILE_SCOPE
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 PRIVATE = {"Cache-Control": "no-store"}
+# Schema instances are built once: building one per request costs more than the Redis round trip.
+PUBLIC_PROFILE = PublicProfileSchema()
+OWN_PROFILE = OwnProfileEnvelopeSchema()
 
 
 @bp.get("/users/<path:username>")
@@ -23,13 +26,13 @@ def public_profile(username: str):
     profile = services().store.profiles.get(normalized) if normalized else None
     if profile is None or profile.disabled:
         raise UnknownUser(username)
-    return PublicProfileSchema().dump(profile), 200, {"Cache-Control": "no-cache"}
+    return PUBLIC_PROFILE.dump(profile), 200, {"Cache-Control": "no-cache"}
 
 
 @bp.get("/me/profile")
 def own_profile():
     profile = current_user(PROFILE_SCOPE)
-    return OwnProfileEnvelopeSchema().dump({"data": profile}), 200, PRIVATE
+    return OWN_PROFILE.dump({"data": profile}), 200, PRIVATE
 
 
 @bp.post("/pokes")

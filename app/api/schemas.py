@@ -56,12 +56,15 @@ class ErrorEnvelopeSchema(Schema):
     error = fields.Nested(ErrorSchema, required=True)
 
 
+_POKE_REQUEST = PokeRequestSchema()
+
+
 def poke_target(body) -> str:
     """The username a poke body names; ValueError with a clear message when the body is wrong."""
     if not isinstance(body, dict):
         raise ValueError("request body must be a JSON object")
     try:
-        return PokeRequestSchema().load(body)["username"]
+        return _POKE_REQUEST.load(body)["username"]
     except ValidationError as error:
         raise ValueError(_first_message(error.messages)) from None
 

@@ -46,3 +46,7 @@ class BffSessionInterface(RedisSessionInterface):
             # Other routes never use flask.session; skipping the load saves a Redis read.
             return self.session_class(sid="", permanent=False)
         return super().open_session(app, request)
+
+    def save_session(self, app: Flask, session, response) -> None:
+        if session.sid:  # an unloaded session (not an /auth route) has nothing to save
+            super().save_session(app, session, response)
