@@ -6,13 +6,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 IDP := dev/idp
 
-.PHONY: dev test lint format unit integration browser token app-token bench system clean
+.PHONY: dev test lint format unit token app-token bench sizing system system-test clean
 
 dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
 	$(BIN)/python -m dev.run
 
+# Every suite once (writing docs/security-report.md), then the integration suite again on a real
+# three-master Redis Cluster.
 test: system-test $(VENV)/.installed $(IDP)/node_modules/.installed lint
-	$(BIN)/python -m pytest
+	SECURITY_REPORT=docs/security-report.md $(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests/integration --redis-cluster -q -p no:cacheprovider
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -50,3 +53,10 @@ $(IDP)/node_modules/.installed: $(IDP)/package.json $(IDP)/package-lock.json
 
 clean:
 	rm -rf $(VENV) $(IDP)/node_modules .pytest_cache .ruff_cache
+
+bench: $(VENV)/.installed $(IDP)/node_modules/.installed
+	@dev/bootstrap-system.sh wrk
+	$(BIN)/python -m bench.run
+
+sizing: $(VENV)/.installed $(IDP)/node_modules/.installed
+	$(BIN)/python -m bench.sizing
