@@ -21,15 +21,15 @@ def test_readyz_fails_when_the_provider_cannot_be_reached(fake_redis):
     assert (ready.status_code, ready.json["identity_provider"]) == (503, "unavailable")
 
 
-def log_lines(capsys) -> list[dict]:
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+def log_lines(capfd) -> list[dict]:
+    return [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
 
 
 @pytest.mark.parametrize(("hops", "remote"), [("0", "127.0.0.1"), ("1", "203.0.113.7")])
-def test_forwarded_for_is_trusted_only_for_the_configured_hops(stub_issuer, fake_redis, capsys, hops, remote):
+def test_forwarded_for_is_trusted_only_for_the_configured_hops(stub_issuer, fake_redis, capfd, hops, remote):
     app = create_app(Config(app_env(stub_issuer.issuer, PROXY_HOPS=hops, LOG_LEVEL="INFO")), redis=fake_redis)
     app.test_client().get("/healthz", headers={"X-Forwarded-For": "203.0.113.7", "X-Request-ID": "req-42"})
-    (line,) = [entry for entry in log_lines(capsys) if entry.get("path") == "/healthz"]
+    (line,) = [entry for entry in log_lines(capfd) if entry.get("path") == "/healthz"]
     assert line["remote"] == remote
     assert line["request_id"] == "req-42"
     assert {"method", "status", "duration_ms", "user"} <= set(line)
