@@ -5,12 +5,16 @@ import os
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count())
-# Threads let a request that waits on the identity provider (a token refresh) not block its worker.
+# Chosen by measurement (make bench, 2 cores; figures in README): threads overlap the Redis and
+# identity-provider waits (sync workers: public profile 0.39 of the ceiling, gthread: 0.52), but
+# gthread workers with keep-alive accept connections greedily, and in 30-60 % of runs one worker
+# took all 16 client connections while the other idled. Without keep-alive every request is a new
+# accept, which the kernel spreads over the workers.
 worker_class = "gthread"
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = 30
 graceful_timeout = 20
-keepalive = 5
+keepalive = 0
 # The app writes one JSON line per request itself (app/logs.py); gunicorn adds only its own events.
 accesslog = None
 errorlog = "-"
