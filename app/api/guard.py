@@ -50,21 +50,35 @@ def required_principal() -> Principal:
     return services().access_tokens.verify(token)
 
 
-def current_user(scope: str) -> Profile:
-    """The enabled profile of the user behind a token that carries `scope`."""
+def current_username(scope: str) -> str:
+    """The username of the user behind a token that carries `scope`; the account itself is not read."""
     principal = required_principal()
     if not principal.has_scope(scope):
         raise InsufficientScope(scope)
     if not principal.is_user:
         raise Forbidden("a user-delegated token is required")
     try:
-        profile = services().store.profiles.for_subject(principal.subject, principal.preferred_username, principal.name)
+        username = services().store.profiles.username_for(
+            principal.subject, principal.preferred_username, principal.name
+        )
     except SubjectClash as clash:
         log.warning("refused subject link: %s", clash)
         raise Forbidden("this account's username belongs to another account") from None
     except NoProfile:
         raise Forbidden("this account has no profile") from None
-    g.user = profile.username
+    g.user = username
+    return username
+
+
+def require_enabled(profile: Profile | None) -> Profile:
+    """`profile`, unless it is gone or disabled (403 forbidden)."""
+    if profile is None:
+        raise Forbidden("this account has no profile")
     if profile.disabled:
         raise Forbidden("the account is disabled")
     return profile
+
+
+def current_user(scope: str) -> Profile:
+    """The enabled profile of the user behind a token that carries `scope`."""
+    return require_enabled(services().store.profiles.get(current_username(scope)))

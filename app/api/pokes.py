@@ -8,7 +8,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from ..errors import PokeFailed
 from ..extensions import services
 from ..store.cooldowns import UNKNOWN_TARGET
-from ..store.profiles import Profile, normalize_username
+from ..store.profiles import normalize_username
+from .guard import require_enabled
 from .schemas import poke_target
 
 MAX_BODY_BYTES = 4096
@@ -36,12 +37,26 @@ def read_poke_target() -> str:
         raise PokeFailed(str(error)) from None
 
 
-def poke(*, poker: Profile, target: str) -> None:
-    """Poke `target` on behalf of `poker`, or raise PokeFailed saying why not."""
+def poke(*, poker: str) -> None:
+    """Poke the user the request body names on behalf of `poker`, or raise saying why not.
+
+    The poker's account is read in the same round trip as the poke is decided; every refusal still
+    follows the contract's order (a disabled account hears 403 before anything about its body)."""
+    store = services().store
+    try:
+        target = read_poke_target()
+    except PokeFailed:
+        require_enabled(store.profiles.get(poker))
+        raise
     username = normalize_username(target)
-    if username == poker.username:
-        raise PokeFailed("cannot poke yourself")
-    outcome = services().store.cooldowns.try_poke(poker.username, username) if username else UNKNOWN_TARGET
+    if username is None or username == poker:
+        require_enabled(store.profiles.get(poker))
+        raise PokeFailed("cannot poke yourself" if username == poker else f"user not found: {target}")
+    profile, outcome = store.cooldowns.try_poke(poker, username)
+    if profile is None or profile.disabled:
+        if outcome == 0:
+            store.cooldowns.cancel(poker, username)
+        require_enabled(profile)
     if outcome == UNKNOWN_TARGET:
         raise PokeFailed(f"user not found: {target}")
     if outcome:

@@ -5,9 +5,9 @@ from flask import Blueprint, jsonify
 from ..errors import UnknownUser
 from ..extensions import services
 from ..store.profiles import normalize_username
-from .guard import current_user, optional_principal
+from .guard import current_user, current_username, optional_principal
 from .openapi import openapi_document
-from .pokes import poke, read_poke_target
+from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
 from .scopes import POKE_SCOPE, PROFILE_SCOPE
 
@@ -23,7 +23,7 @@ OWN_PROFILE = OwnProfileEnvelopeSchema()
 def public_profile(username: str):
     optional_principal()
     normalized = normalize_username(username)
-    profile = services().store.profiles.get(normalized) if normalized else None
+    profile = services().store.profiles.get_public(normalized) if normalized else None
     if profile is None or profile.disabled:
         raise UnknownUser(username)
     return PUBLIC_PROFILE.dump(profile), 200, {"Cache-Control": "no-cache"}
@@ -37,8 +37,7 @@ def own_profile():
 
 @bp.post("/pokes")
 def create_poke():
-    poker = current_user(POKE_SCOPE)
-    poke(poker=poker, target=read_poke_target())
+    poke(poker=current_username(POKE_SCOPE))
     return {"success": True}, 200, PRIVATE
 
 

@@ -2,6 +2,10 @@
 
 import math
 
+from redis.exceptions import NoScriptError
+
+from .profiles import Profile
+
 COOLDOWN_MS = 24 * 60 * 60 * 1000
 UNKNOWN_TARGET = -1
 
@@ -19,19 +23,39 @@ class Cooldowns:
     """Starts cooldowns and tells how long one has left."""
 
     def __init__(self, redis, keys):
+        self._redis = redis
         self._keys = keys
         self._poke = redis.register_script(_POKE)
 
-    def try_poke(self, poker: str, target: str) -> int:
-        """Start the pair's cooldown: 0 on success, UNKNOWN_TARGET when the target does not exist or
-        is disabled, else the whole seconds left (at least 1)."""
+    def try_poke(self, poker: str, target: str) -> tuple[Profile | None, int]:
+        """In one round trip, the poker's profile and the poke decided: 0 on success, UNKNOWN_TARGET
+        when the target does not exist or is disabled, else the whole seconds left (at least 1).
+        A caller that refuses the poker must cancel() a cooldown this started."""
         keys = [self._keys.user(target), self._keys.cooldown(poker, target)]
-        left_ms = self._poke(keys=keys, args=[COOLDOWN_MS])
-        if left_ms == -2:
-            return UNKNOWN_TARGET
-        if left_ms == -1:
-            return 0
-        # PTTL is -1 only for a key that lost its TTL; treat it as a full cooldown, never as free.
-        if left_ms < 0:
-            left_ms = COOLDOWN_MS
-        return max(1, math.ceil(left_ms / 1000))
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hgetall(self._keys.user(poker))
+        # EVALSHA by hand: a pipeline holding Script objects first asks SCRIPT EXISTS (a round trip),
+        # and cluster pipelines refuse their evalsha() method.
+        pipe.execute_command("EVALSHA", self._poke.sha, len(keys), *keys, COOLDOWN_MS)
+        raw_poker, left_ms = pipe.execute(raise_on_error=False)
+        if isinstance(left_ms, NoScriptError):
+            left_ms = self._poke(keys=keys, args=[COOLDOWN_MS])  # loads the script, once per server
+        for result in (raw_poker, left_ms):
+            if isinstance(result, Exception):
+                raise result
+        return (Profile.from_hash(raw_poker) if raw_poker else None), _outcome(left_ms)
+
+    def cancel(self, poker: str, target: str) -> None:
+        """Remove a cooldown that try_poke started for a poker who may not poke after all."""
+        self._redis.delete(self._keys.cooldown(poker, target))
+
+
+def _outcome(left_ms: int) -> int:
+    if left_ms == -2:
+        return UNKNOWN_TARGET
+    if left_ms == -1:
+        return 0
+    # PTTL is -1 only for a key that lost its TTL; treat it as a full cooldown, never as free.
+    if left_ms < 0:
+        left_ms = COOLDOWN_MS
+    return max(1, math.ceil(left_ms / 1000))

@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}")
+PUBLIC_FIELDS = ("username", "handle", "display_name", "aggregate_scores", "disabled")
 
 # Link a subject to a profile: create it, claim an unowned one, or refuse one owned by another subject.
 _CLAIM = """
@@ -90,6 +91,15 @@ class Profiles:
         raw = self._redis.hgetall(self._keys.user(username))
         return Profile.from_hash(raw) if raw else None
 
+    def get_public(self, username: str) -> Profile | None:
+        """The profile under `username` without its private stats (they can be large), or None."""
+        values = self._redis.hmget(self._keys.user(username), PUBLIC_FIELDS)
+        if values[0] is None:
+            return None
+        return Profile.from_hash(
+            {name.encode(): value for name, value in zip(PUBLIC_FIELDS, values, strict=True) if value}
+        )
+
     def put(self, profile: Profile) -> None:
         """Write the fields of `profile`; a stored subject link is kept when `profile` names none."""
         self._redis.hset(self._keys.user(profile.username), mapping=profile.to_hash())
@@ -127,13 +137,18 @@ class Profiles:
         self._remember(sub, username)
         return username
 
-    def for_subject(self, sub: str, preferred_username: str | None, name: str | None) -> Profile:
-        """The profile linked to `sub`, linking or creating it on first sight of the subject."""
+    def username_for(self, sub: str, preferred_username: str | None, name: str | None) -> str:
+        """The username linked to `sub`, linking or creating its profile on first sight of the subject."""
         username = self.username_for_subject(sub)
         if username is None:
             if not preferred_username:
                 raise NoProfile(f"subject {sub} has no profile and no preferred_username")
             username = self.link(sub, preferred_username, name)
+        return username
+
+    def for_subject(self, sub: str, preferred_username: str | None, name: str | None) -> Profile:
+        """The profile linked to `sub`, linking or creating it on first sight of the subject."""
+        username = self.username_for(sub, preferred_username, name)
         profile = self.get(username)
         if profile is None:
             raise NoProfile(f"profile {username} of subject {sub} is gone")

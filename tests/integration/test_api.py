@@ -238,3 +238,11 @@ def test_a_flood_of_random_key_ids_costs_the_provider_at_most_one_jwks_fetch(cli
         forged = jwt.encode(header, {"iss": idp.issuer, "sub": "x", "aud": "profile-poke-api"}, key)
         assert client.get("/api/v1/me/profile", headers=bearer(forged)).json["error"]["code"] == "invalid_token"
     assert idp.stats()["jwks"] <= 1
+
+
+@pytest.mark.parametrize("body", [{"username": "bob"}, {"username": "DAVE"}, {"username": "nobody"}, {}, ["x"]])
+def test_a_disabled_poker_hears_403_before_anything_else_and_nothing_is_written(client, idp, keys_of, app, body):
+    before = keys_of(app)
+    response = poke(client, idp.user_token("dave"), body)
+    assert (response.status_code, response.json["error"]["code"]) == (403, "forbidden")
+    assert keys_of(app) == before
