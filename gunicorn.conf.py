@@ -4,14 +4,14 @@ import multiprocessing
 import os
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count())
-# Chosen by measurement (make bench, 2 cores; figures in README): threads overlap the Redis and
-# identity-provider waits (sync workers: public profile 0.39 of the ceiling, gthread: 0.52), but
-# gthread workers with keep-alive accept connections greedily, and in 30-60 % of runs one worker
-# took all 16 client connections while the other idled. Without keep-alive every request is a new
-# accept, which the kernel spreads over the workers.
-worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
+# Chosen by measurement (make bench, 2 cores; figures in README). Threads overlap the Redis and
+# identity-provider waits; with keep-alive, gthread workers accept connections greedily (one worker
+# took all 16 client connections in 30-60 % of runs), so keep-alive is off and every request is a
+# new accept that the kernel spreads over the workers. Three workers of two threads kept the routes
+# closest to the same-config ceiling; four sync workers gave more absolute req/s on this machine.
+threads = int(os.environ.get("GUNICORN_THREADS", "2"))
+worker_class = "gthread" if threads > 1 else "sync"
 timeout = 30
 graceful_timeout = 20
 keepalive = 0

@@ -27,7 +27,8 @@ RESULTS = BENCH / "results"
 STATE = ROOT / ".dev" / "bench"
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
-WORKERS = os.environ.get("WEB_CONCURRENCY") or "2"
+CONF = runpy.run_path(str(ROOT / "gunicorn.conf.py"))  # the production settings, WEB_CONCURRENCY included
+WORKERS = str(CONF["workers"])
 WRK_THREADS = 2
 WARMUP_SECONDS = 2
 USER, PASSWORD = "alice", "demo"
@@ -212,10 +213,9 @@ def run() -> None:
         "routes": {name: summary(measured[name], ceiling_rps) for name in routes},
         "idp_requests": idp_requests,
     }
-    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     machine = (
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, gunicorn {conf['worker_class']} "
-        f"{WORKERS} workers, {conf['threads']} threads each (production config), "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, gunicorn {CONF['worker_class']} "
+        f"{WORKERS} workers, {CONF['threads']} threads each (production config), "
         f"`wrk -t{WRK_THREADS} -c{CONNECTIONS} -d{SECONDS}s`, BENCH_SECONDS={SECONDS}, all on the same cores."
     )
     RESULTS.mkdir(exist_ok=True)

@@ -201,7 +201,8 @@ def start_live_app(env: dict, port: int, workdir) -> tuple:
 @pytest.fixture(scope="session")
 def live_app(idp, redis_url, workdir):
     """The app under gunicorn (2 workers x 4 threads) with the short-lived-token login client."""
-    env = integration_env(idp, redis_url, 1, OIDC_CLIENT_ID="profile-poke-web-short")
+    # More threads than production's default, so races between and within workers get a real chance.
+    env = integration_env(idp, redis_url, 1, OIDC_CLIENT_ID="profile-poke-web-short", GUNICORN_THREADS="4")
     server, live = start_live_app(env, idp.app_ports[1], workdir)
     yield live
     server.stop()
