@@ -7,7 +7,6 @@ import os
 import runpy
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from app.store.keys import Keys
 from app.store.profiles import Profile, Profiles
 from config import Config
 from dev import oidc_driver
-from dev.services import ROOT, Process, StartFailed, free_port, idp_issuer, start_idp, start_redis
+from dev.services import ROOT, Process, StartFailed, free_port, idp_issuer, start_idp, start_redis, supervised
 
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
@@ -38,19 +37,11 @@ P99_OVER_P50 = 3
 SPLIT_NOTE = "gthread workers accept keep-alive connections greedily, and such a run gets less than half the req/s."
 
 
-# Every process this run started, stopped in reverse order at the end whatever happens.
-started: list[Process] = []
-
-
 class BenchFailed(RuntimeError):
     """A run produced errors, so its figures mean nothing."""
 
 
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt
-
-
-def start_server(name: str, app: str, port: int, ready_path: str, env: dict) -> Process:
+def start_server(started: list, name: str, app: str, port: int, ready_path: str, env: dict) -> Process:
     """`app` under the production gunicorn config on 127.0.0.1:`port`, returned once it answers."""
     argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
             "--bind", f"127.0.0.1:{port}", app]  # fmt: skip
@@ -152,8 +143,8 @@ def markdown(results: dict, ceilings: list[dict], splits: dict, machine: str) ->
     return "\n".join(lines) + "\n"
 
 
-def run() -> None:
-    """Start everything, measure, write the results; main() stops what `started` holds."""
+def run(started: list) -> None:
+    """Start everything (into `started`), measure, write the results."""
     shutil.rmtree(STATE, ignore_errors=True)
     redis_port = free_port()
     started.append(start_redis(redis_port, workdir=STATE / "redis"))
@@ -173,9 +164,9 @@ def run() -> None:
     }  # fmt: skip
     subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
                    env={**os.environ, **env}, cwd=ROOT, check=True)  # fmt: skip
-    app = start_server("app", "wsgi:app", app_port, "api/v1/openapi.json", env)
+    app = start_server(started, "app", "wsgi:app", app_port, "api/v1/openapi.json", env)
     ceiling_port = free_port()
-    ceiling = start_server("ceiling", "bench.ceiling:app", ceiling_port, "", {"WEB_CONCURRENCY": WORKERS})
+    ceiling = start_server(started, "ceiling", "bench.ceiling:app", ceiling_port, "", {"WEB_CONCURRENCY": WORKERS})
     ceiling_url = f"http://127.0.0.1:{ceiling_port}/"
 
     token = oidc_driver.user_tokens(env["OIDC_ISSUER_URL"], env["OIDC_CLIENT_ID"], env["OIDC_REDIRECT_URI"],
@@ -226,19 +217,15 @@ def run() -> None:
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
     try:
-        run()
+        with supervised() as started:
+            run(started)
         return 0
     except KeyboardInterrupt:
         return 130
     except (BenchFailed, StartFailed, subprocess.CalledProcessError, oidc_driver.DriverError) as error:
         print(f"make bench: {error}", file=sys.stderr)
         return 1
-    finally:
-        for process in reversed(started):
-            process.stop()
 
 
 if __name__ == "__main__":

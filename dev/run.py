@@ -3,12 +3,11 @@ gunicorn on http://127.0.0.1:8000. Ctrl-C stops everything it started."""
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
 
-from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_gunicorn, start_idp, start_redis
+from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_gunicorn, start_idp, start_redis, supervised
 
 STATE = ROOT / ".dev"
 ENV_FILE = STATE / "dev.env"
@@ -31,38 +30,42 @@ def _write_env(env: dict) -> None:
     ENV_FILE.chmod(0o600)
 
 
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> int:
-    started = []
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
     try:
-        dev_secrets = _secrets()
-        redis_url = os.environ.get("REDIS_URL")
-        if not redis_url:
-            port = free_port()
-            started.append(start_redis(port, workdir=STATE / "redis"))
-            redis_url = f"redis://127.0.0.1:{port}/0"
-        base = f"http://127.0.0.1:{APP_PORT}/"
-        started.append(start_idp(IDP_PORT, log_path=STATE / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
-            "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}", "IDP_POST_LOGOUT_REDIRECT_URIS": base,
-        }))  # fmt: skip
-        env = {
-            "OIDC_ISSUER_URL": idp_issuer(IDP_PORT), "OIDC_CLIENT_ID": "profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{base}auth/callback", "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": redis_url, "SECRET_KEY": dev_secrets["SECRET_KEY"],
-            "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
-        }  # fmt: skip
-        _write_env(env)
-        subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
-                       env={**os.environ, **env}, cwd=ROOT, check=True)  # fmt: skip
-        app = start_gunicorn(APP_PORT, env=env, workers=2)
-        started.append(app)
-        print(f"""
+        with supervised() as started:
+            return _run(started)
+    except KeyboardInterrupt:
+        return 0
+    except (StartFailed, subprocess.CalledProcessError) as error:
+        print(f"make dev: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(started: list) -> int:
+    """Start Redis (unless REDIS_URL), the provider and the app; serve until gunicorn stops."""
+    dev_secrets = _secrets()
+    redis_url = os.environ.get("REDIS_URL")
+    if not redis_url:
+        port = free_port()
+        started.append(start_redis(port, workdir=STATE / "redis"))
+        redis_url = f"redis://127.0.0.1:{port}/0"
+    base = f"http://127.0.0.1:{APP_PORT}/"
+    started.append(start_idp(IDP_PORT, log_path=STATE / "idp.log", env={
+        "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
+        "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}", "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+    }))  # fmt: skip
+    env = {
+        "OIDC_ISSUER_URL": idp_issuer(IDP_PORT), "OIDC_CLIENT_ID": "profile-poke-web",
+        "OIDC_REDIRECT_URI": f"{base}auth/callback", "SESSION_COOKIE_SECURE": "false",
+        "REDIS_URL": redis_url, "SECRET_KEY": dev_secrets["SECRET_KEY"],
+        "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
+    }  # fmt: skip
+    _write_env(env)
+    subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
+                   env={**os.environ, **env}, cwd=ROOT, check=True)  # fmt: skip
+    app = start_gunicorn(APP_PORT, env=env, workers=2)
+    started.append(app)
+    print(f"""
 Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis: {redis_url}).
 
   Demo page       {base}   (sign in as alice, bob, carol or erin; password: demo; dave is disabled)
@@ -71,18 +74,10 @@ Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis:
   App token       make app-token             (client credentials)
   Stop            Ctrl-C
 """, flush=True)  # fmt: skip
-        while app.alive():
-            time.sleep(0.5)
-        print("gunicorn stopped", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    except (StartFailed, subprocess.CalledProcessError) as error:
-        print(f"make dev: {error}", file=sys.stderr)
-        return 1
-    finally:
-        for process in reversed(started):
-            process.stop()
+    while app.alive():
+        time.sleep(0.5)
+    print("gunicorn stopped", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

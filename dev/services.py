@@ -9,12 +9,32 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 IDP_DIR = ROOT / "dev" / "idp"
+
+
+@contextmanager
+def supervised() -> Iterator[list["Process"]]:
+    """A list to put started processes in; leaving the block (Ctrl-C and SIGTERM raise
+    KeyboardInterrupt inside it) stops every one of them, newest first."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    started: list[Process] = []
+    try:
+        yield started
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
 
 
 class StartFailed(RuntimeError):
