@@ -1,11 +1,13 @@
 """Writes the "Security and reliability" report from the test run itself: what was tried, by suite,
-and how it ended. Active when SECURITY_REPORT names the Markdown file to write (make test sets it);
-the README's block between the security-report markers is refreshed from the same figures."""
+and how it ended. Active when SECURITY_REPORT names the Markdown file to write (make test sets it); after a run
+of the whole suite, the README's block between the security-report markers gets the same figures."""
 
 import os
 import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 SECTIONS = [
     ("tests/unit/test_access_tokens.py", "Hostile access tokens",
@@ -14,9 +16,10 @@ SECTIONS = [
     ("tests/unit/test_signin_conformance.py", "Sign-in conformance (RP certification cases)",
      "ID tokens with bad iss/aud/signature/alg/nonce/iat/sub/exp/azp, kid-less keys, key rotation, PKCE, "
      "RFC 9207 iss, token endpoint errors"),
-    ("tests/integration/test_bff.py", "Browser-side attacks and the BFF flow",
+    ("tests/integration/test_signin.py", "Browser-side attacks and the BFF flow",
      "open redirects, CSRF on logout and API, foreign and replayed state, error callbacks, withheld "
      "scopes, cookie flags, SPA exchange with a foreign redirect_uri"),
+    ("tests/integration/test_bff_session.py", "Browser-side attacks and the BFF flow", ""),
     ("tests/browser/", "Browser end to end (headless Chromium)",
      "sign in, profile, poke, cooldown, sign out; no token in cookies or web storage"),
     ("tests/integration/test_refresh.py", "Refresh under concurrency",
@@ -49,7 +52,7 @@ def pytest_sessionfinish(session, exitstatus):
     table = _table(rows)
     Path(target).write_text(_report(table, rows))
     readme = Path("README.md")
-    if readme.exists():
+    if readme.exists() and session.config.args_source == pytest.Config.ArgsSource.TESTPATHS:  # the whole suite
         text = readme.read_text()
         updated = README_BLOCK.sub(lambda match: f"{match[1]}{table}{match[2]}", text)
         if updated != text:
@@ -64,8 +67,10 @@ def _summary() -> list[tuple[str, str, dict, list]]:
     grouped = defaultdict(list)
     for nodeid, outcome in _outcomes.items():
         grouped[_section(nodeid)].append((nodeid, outcome))
-    rows = []
+    rows, described = [], {}
     for _, title, tried in SECTIONS:
+        described.setdefault(title, tried)
+    for title, tried in described.items():
         cases = sorted(grouped.get(title, []))
         if cases:
             counts = {name: sum(outcome == name for _, outcome in cases) for name in ("passed", "failed", "skipped")}

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from app import create_app
+from app.extensions import make_redis
 from config import Config
 from tests.conftest import app_env
 
@@ -37,3 +38,10 @@ def test_forwarded_for_is_trusted_only_for_the_configured_hops(stub_issuer, fake
 
 def test_a_request_id_is_made_when_none_is_given(unit_client):
     assert len(unit_client.get("/healthz").headers["X-Request-ID"]) == 32
+
+
+@pytest.mark.parametrize(("verify", "expected"), [(True, "required"), (False, "none")])
+def test_tls_certificate_verification_is_configurable(verify, expected):
+    client = make_redis("rediss://:secret@127.0.0.1:1/0", socket_timeout=0.1, tls_verify=verify)
+    assert client.connection_pool.connection_kwargs.get("ssl_cert_reqs", "required") == expected
+    assert client.connection_pool.connection_class.__name__ == "SSLConnection"
