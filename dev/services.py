@@ -1,6 +1,7 @@
 """Start and stop the local processes the service runs beside: redis-server, the dev identity
 provider and gunicorn. Used by `make dev` (dev/run.py) and by the test fixtures."""
 
+import ctypes
 import os
 import secrets
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+PR_SET_PDEATHSIG = 1
 IDP_DIR = ROOT / "dev" / "idp"
 
 
@@ -78,6 +80,7 @@ class Process:
             self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.popen = subprocess.Popen(
             argv,
+            preexec_fn=_die_with_parent,
             stdout=self._log,
             stderr=subprocess.STDOUT if self._log else None,
             env={**os.environ, **(env or {})},
@@ -126,6 +129,12 @@ class Process:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except (OSError, AttributeError):
             return ""
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the process that started it dies, even by SIGKILL (Linux), so a
+    killed test run or launcher leaves no server behind."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -> Process:
