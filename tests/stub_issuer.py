@@ -11,6 +11,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
@@ -58,10 +60,11 @@ class StubIssuer:
 
     def sign_raw(self, claims: dict, header: dict) -> str:
         """RS256 over any header, even one a JOSE library would refuse to produce (an unknown `crit`)."""
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import padding
+        return self.sign_raw_payload(header, json.dumps(claims))
 
-        signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+    def sign_raw_payload(self, header: dict, payload: str) -> str:
+        """RS256 over any header and any payload text, JSON object or not."""
+        signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(payload.encode())}"
         signature = self.key.private_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
         return f"{signing_input}.{b64url(signature)}"
 

@@ -9,12 +9,11 @@ import logging
 from flask import current_app, g, request
 
 from ..auth.session_tokens import access_token_for_cookie
+from ..auth.sessions import CSRF_HEADER
 from ..errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from ..extensions import services
 from ..store.profiles import NoProfile, Profile, SubjectClash
 from ..tokens import Principal
-
-CSRF_HEADER = "X-CSRF"
 
 log = logging.getLogger(__name__)
 

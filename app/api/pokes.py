@@ -45,13 +45,12 @@ def poke(*, poker: str) -> None:
     store = services().store
     try:
         target = read_poke_target()
+        username = normalize_username(target)
+        if username is None or username == poker:
+            raise PokeFailed("cannot poke yourself" if username == poker else f"user not found: {target}")
     except PokeFailed:
-        require_enabled(store.profiles.get(poker))
+        require_enabled(store.profiles.get(poker))  # refused without Redis: the account check comes first
         raise
-    username = normalize_username(target)
-    if username is None or username == poker:
-        require_enabled(store.profiles.get(poker))
-        raise PokeFailed("cannot poke yourself" if username == poker else f"user not found: {target}")
     profile, outcome = store.cooldowns.try_poke(poker, username)
     if profile is None or profile.disabled:
         if outcome == 0:

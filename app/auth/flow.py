@@ -20,6 +20,8 @@ from .sessions import session_ref
 
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_DESCRIPTION = 300
+MAX_ERROR_CODE = 64
+ERROR_CODE = re.compile(r"[^A-Za-z0-9_.-]")  # RFC 6749 error codes are plain ASCII words
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,9 @@ def finish_login(args, binding: str | None) -> str:
     state = args.get("state")
     pending = services().store.logins.take(state) if state else None
     if "error" in args:
+        error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
         description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
-        raise LoginFailed(f"the identity provider refused the sign-in: {args['error']}: {description}".rstrip(": "))
+        raise LoginFailed(f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "))
     if pending is None:
         raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
     if not binding or not hmac.compare_digest(_digest(binding), pending["binding"]):

@@ -14,10 +14,9 @@ from .flow import (
     sign_out,
 )
 from .schemas import ExchangeRequestSchema
+from .sessions import CSRF_HEADER
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
-
-CSRF_HEADER = "X-CSRF"
 
 
 @bp.get("/login")

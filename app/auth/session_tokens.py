@@ -76,6 +76,12 @@ def access_token_for_cookie(cookie: str) -> str:
 def _refreshed(ref: str, record: dict) -> dict:
     token_sets = services().store.token_sets
     timeout = current_app.config["IDP_TIMEOUT"]
+    try:
+        services().provider.metadata()  # any discovery fetch happens now, not while holding the lock
+    except ProviderUnavailable:
+        if _still_valid(record):
+            return record
+        raise
     owner = secrets.token_hex(16)
     # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
     if token_sets.lock(ref, owner, int((2 * timeout + 5) * 1000)):
@@ -109,8 +115,13 @@ def _refresh_locked(ref: str) -> dict:
     try:
         response = services().login_client.refresh(latest["refresh_token"])
     except RefreshRejected:
-        token_sets.delete(ref)
-        raise Unauthorized(SESSION_ENDED) from None
+        # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
+        if token_sets.end_if_version(ref, latest["v"]):
+            raise Unauthorized(SESSION_ENDED) from None
+        newer, _ = token_sets.load(ref)
+        if newer is None:
+            raise Unauthorized(SESSION_ENDED) from None
+        return newer
     except ProviderUnavailable:
         if _still_valid(latest):
             return latest

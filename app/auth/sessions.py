@@ -14,6 +14,9 @@ from flask_session.base import ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 
 AUTH_PREFIX = "/auth/"
+# Cookie-authenticated calls that read or change state must carry this header with the value 1:
+# a cross-site page cannot set it without a CORS preflight, which this app never grants.
+CSRF_HEADER = "X-CSRF"
 
 
 def session_ref(secret: str, sid: str) -> str:
@@ -48,5 +51,16 @@ class BffSessionInterface(RedisSessionInterface):
         return super().open_session(app, request)
 
     def save_session(self, app: Flask, session, response) -> None:
-        if session.sid:  # an unloaded session (not an /auth route) has nothing to save
-            super().save_session(app, session, response)
+        if not session.sid:  # an unloaded session (not an /auth route) has nothing to save
+            return
+        if not session and session.modified:
+            # Flask-Session deletes the cookie without `Secure`, which browsers ignore for a
+            # __Host- cookie: delete it here with the attributes it was set with.
+            self._delete_session(self._get_store_id(session.sid))
+            response.delete_cookie(
+                self.get_cookie_name(app), path="/", secure=self.get_cookie_secure(app),
+                httponly=True, samesite=self.get_cookie_samesite(app),
+            )  # fmt: skip
+            response.vary.add("Cookie")
+            return
+        super().save_session(app, session, response)

@@ -15,7 +15,9 @@ _POKE = """
 local disabled = redis.call('HGET', KEYS[1], 'disabled')
 if not disabled or disabled == '1' then return -2 end
 if redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return -1 end
-return redis.call('PTTL', KEYS[2])
+local left = redis.call('PTTL', KEYS[2])
+if left < 0 then return tonumber(ARGV[1]) end  -- a cooldown that lost its TTL still holds
+return left
 """
 
 
@@ -55,7 +57,4 @@ def _outcome(left_ms: int) -> int:
         return UNKNOWN_TARGET
     if left_ms == -1:
         return 0
-    # PTTL is -1 only for a key that lost its TTL; treat it as a full cooldown, never as free.
-    if left_ms < 0:
-        left_ms = COOLDOWN_MS
     return max(1, math.ceil(left_ms / 1000))

@@ -129,7 +129,7 @@ class Profiles:
         """Link `sub` to the profile named `preferred_username`, creating it when missing."""
         username = normalize_username(preferred_username)
         if username is None:
-            raise SubjectClash(f"no usable username for subject {sub}")
+            raise NoProfile(f"subject {sub} has no usable username to make a profile from")
         claimed = self._claim(keys=[self._keys.user(username)], args=[sub, username, display_name or username])
         if not claimed:
             raise SubjectClash(f"profile {username} belongs to another subject")

@@ -11,6 +11,13 @@ redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
 return 1
 """
 
+# Remove the record only if it still has the version the caller read.
+_DELETE_IF = """
+local current = redis.call('GET', KEYS[1])
+if not current or cjson.decode(current)['v'] ~= tonumber(ARGV[1]) then return 0 end
+return redis.call('DEL', KEYS[1])
+"""
+
 # Release a lock only if we still hold it.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -26,6 +33,7 @@ class TokenSets:
         self._keys = keys
         self._replace = redis.register_script(_REPLACE)
         self._release = redis.register_script(_RELEASE)
+        self._delete_if = redis.register_script(_DELETE_IF)
 
     def create(self, ref: str, record: dict, ttl_ms: int) -> None:
         """Store a new token set (version 1) for the session `ref`."""
@@ -44,6 +52,13 @@ class TokenSets:
         record = {**record, "v": expected_version + 1}
         replaced = self._replace(keys=[self._keys.token_set(ref)], args=[expected_version, json.dumps(record)])
         return bool(replaced)
+
+    def end_if_version(self, ref: str, version: int) -> bool:
+        """End the session unless its tokens moved past `version` (a newer refresh won)."""
+        if not self._delete_if(keys=[self._keys.token_set(ref)], args=[version]):
+            return False
+        self.delete(ref)
+        return True
 
     def extend(self, ref: str, ttl_ms: int) -> None:
         """Push back the idle expiry of the session and its tokens."""

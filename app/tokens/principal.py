@@ -6,7 +6,6 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Principal:
     subject: str
-    client_id: str | None
     scopes: frozenset[str]
     is_user: bool
     preferred_username: str | None

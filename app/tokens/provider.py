@@ -9,11 +9,13 @@ from joserfc.jwk import KeySet
 from ..errors import ProviderUnavailable
 
 SIGNING_KEY_TYPES = {"RSA", "EC", "OKP"}
+FAILURE_BACKOFF = 5.0
 
 
 class Provider:
     """Discovery (cached for `discovery_ttl`) and JWKS (re-fetched for an unknown key id at most
-    once per `refetch_interval`, so junk tokens cannot flood the provider)."""
+    once per `refetch_interval`, so junk tokens cannot flood the provider). While the provider is
+    unreachable, a stale copy serves; without one, ProviderUnavailable (503), never "bad token"."""
 
     def __init__(self, issuer: str, *, timeout: float, discovery_ttl: float, refetch_interval: float):
         self.issuer = issuer
@@ -23,39 +25,51 @@ class Provider:
         self._http = requests.Session()
         self._lock = threading.RLock()
         self._metadata: dict | None = None
-        self._metadata_at = 0.0
+        self._metadata_at = float("-inf")
+        self._metadata_failed_at = float("-inf")
         self._keys: dict[str, object] = {}
         self._keyless: list = []
         self._keys_at = float("-inf")
-        self._keys_loaded = False
+        self._keys_failed = False
 
     def metadata(self) -> dict:
-        """The discovery document; a stale copy is used while the provider is unreachable."""
-        if self._metadata is not None and time.monotonic() - self._metadata_at < self._discovery_ttl:
+        """The discovery document, fetched by one thread at a time and at most every FAILURE_BACKOFF
+        seconds while the provider fails."""
+        if self._metadata_fresh():
             return self._metadata
         with self._lock:
-            try:
-                document = self._get_json(f"{self.issuer}/.well-known/openid-configuration")
-            except ProviderUnavailable:
-                if self._metadata is None:
-                    raise
-                return self._metadata
-            if document.get("issuer") != self.issuer:
-                raise ProviderUnavailable("discovery names another issuer")
-            self._metadata, self._metadata_at = document, time.monotonic()
-            return document
+            if self._metadata_fresh():
+                return self._metadata  # another thread fetched it while this one waited
+            if time.monotonic() - self._metadata_failed_at >= FAILURE_BACKOFF:
+                try:
+                    document = self._get_json(f"{self.issuer}/.well-known/openid-configuration")
+                    if document.get("issuer") != self.issuer:
+                        raise ProviderUnavailable("discovery names another issuer")
+                    self._metadata, self._metadata_at = document, time.monotonic()
+                    return document
+                except ProviderUnavailable:
+                    self._metadata_failed_at = time.monotonic()
+            if self._metadata is None:
+                raise ProviderUnavailable("no discovery document")
+            return self._metadata
 
     def endpoint(self, name: str) -> str | None:
         """An endpoint URL from discovery, such as `token_endpoint`, or None when not listed."""
         return self.metadata().get(name)
 
     def key(self, kid: str | None):
-        """The signing key named `kid` (or the only key when `kid` is None), or None."""
+        """The signing key named `kid` (or the only key when `kid` is None), or None when the provider
+        has no such key; ProviderUnavailable when its keys could not be fetched to tell."""
         found = self._find(kid)
-        if found is None and (kid is not None or not self._keys_loaded):
+        if found is None and (kid is not None or not self._keys):
             self._refresh_keys()
             found = self._find(kid)
+            if found is None and self._keys_failed:
+                raise ProviderUnavailable("the provider's signing keys could not be fetched")
         return found
+
+    def _metadata_fresh(self) -> bool:
+        return self._metadata is not None and time.monotonic() - self._metadata_at < self._discovery_ttl
 
     def _find(self, kid: str | None):
         if kid is None:
@@ -72,6 +86,7 @@ class Provider:
             try:
                 key_set = KeySet.import_key_set(self._get_json(self.metadata()["jwks_uri"]))
             except (ProviderUnavailable, ValueError, TypeError, KeyError):
+                self._keys_failed = True
                 return
             keys, keyless = {}, []
             for key in key_set.keys:
@@ -81,7 +96,7 @@ class Provider:
                     keys[key.kid] = key
                 else:
                     keyless.append(key)
-            self._keys, self._keyless, self._keys_loaded = keys, keyless, True
+            self._keys, self._keyless, self._keys_failed = keys, keyless, False
 
     def _get_json(self, url: str) -> dict:
         try:

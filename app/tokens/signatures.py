@@ -44,11 +44,16 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
         raise BadToken("the token was not signed by a known key")
     try:
         valid = jws.validate_compact(compact, key, registry=_REGISTRY)
-        claims = json.loads(compact.payload)
     except (JoseError, ValueError, TypeError):
-        raise BadToken("the token's signature is invalid") from None
-    if not valid or not isinstance(claims, dict):
+        valid = False
+    if not valid:
         raise BadToken("the token's signature is invalid")
+    try:
+        claims = json.loads(compact.payload)
+    except (ValueError, RecursionError):
+        claims = None
+    if not isinstance(claims, dict):
+        raise BadToken("the token's claims are not a JSON object")
     return header, claims
 
 

@@ -246,3 +246,9 @@ def test_a_disabled_poker_hears_403_before_anything_else_and_nothing_is_written(
     response = poke(client, idp.user_token("dave"), body)
     assert (response.status_code, response.json["error"]["code"]) == (403, "forbidden")
     assert keys_of(app) == before
+
+
+def test_a_cooldown_that_lost_its_ttl_still_holds(client, idp, redis, app):
+    redis.set(Keys(app.config["REDIS_KEY_PREFIX"]).cooldown("alice", "bob"), 1)
+    response = poke(client, idp.user_token("alice"), {"username": "bob"})
+    assert response.json == {"success": False, "error": "poke on cooldown (24h0m0s remaining)"}

@@ -48,6 +48,11 @@ def test_redis_down_is_a_503_within_the_timeout_and_recovery_needs_no_restart(wo
     assert refused.status_code == 503
     ready = client.get("/readyz")
     assert (ready.status_code, ready.json["redis"]) == (503, "unavailable")
+    client.set_cookie("pp_session", "some-session")  # /auth routes open the session before any view runs
+    broken = client.get("/auth/session")
+    assert (broken.status_code, broken.json["error"]["code"]) == (503, "unavailable")
+    assert broken.headers["Cache-Control"] == "no-store"
+    assert "frame-ancestors 'none'" in broken.headers["Content-Security-Policy"]
 
     server = start_redis(port, workdir=workdir / "faulty-redis")
     try:

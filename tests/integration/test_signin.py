@@ -159,6 +159,8 @@ def test_an_error_callback_shows_the_escaped_error_and_exchanges_nothing(app, id
     assert "access_denied" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt; said no" in page
     assert "<script>alert" not in page
+    odd = client.get("/auth/callback", query_string={"error": "<b>free text from anyone</b>"}).get_data(as_text=True)
+    assert "bfreetextfromanyoneb" in odd and "free text" not in odd  # an error code is one plain word
     assert idp.stats()["token"]["authorization_code"] == 0
     assert client.get(f"/auth/callback?state={state}&code=x").status_code == 400  # the state was used up
 
@@ -211,3 +213,6 @@ def test_production_cookie_flags(make_app, idp):
         assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
         assert "Domain" not in cookie
     assert "expires" not in attributes  # a browser-session cookie; the server enforces the lifetimes
+    logout = client.post("/auth/logout", headers={"X-CSRF": "1"}, base_url="https://localhost")
+    deletion = next(c for c in logout.headers.getlist("Set-Cookie") if c.startswith("__Host-session="))
+    assert "Max-Age=0" in deletion and "Secure" in deletion and "Path=/" in deletion  # else browsers keep it

@@ -175,3 +175,21 @@ def test_a_verified_token_is_not_verified_again(unit_client, stub_issuer, alice)
     assert call(unit_client, token).status_code == 200
     stub_issuer.published = []  # keys gone: only the cache can still vouch for the token
     assert call(unit_client, token).status_code == 200
+
+
+def test_deeply_nested_claims_under_a_valid_signature_are_an_invalid_token(unit_client, stub_issuer, alice):
+    header = {"alg": "RS256", "typ": "at+jwt", "kid": stub_issuer.key.kid}
+    token = stub_issuer.sign_raw_payload(header, "[" * 2500 + "]" * 2500)
+    response = call(unit_client, token, "/api/v1/users/bob")
+    assert (response.status_code, response.json["error"]["code"]) == (401, "invalid_token")
+
+
+def test_a_keycloak_access_token_carrying_the_sign_in_nonce_is_accepted(unit_client, stub_issuer, alice):
+    token = stub_issuer.sign(stub_issuer.access_claims(nonce="n-1", typ="Bearer", auth_time=1), header={"typ": "JWT"})
+    assert call(unit_client, token).status_code == 200
+
+
+def test_an_unreachable_provider_is_a_503_not_a_bad_token(stub_issuer, fake_redis):
+    app = create_app(Config(app_env("http://127.0.0.1:1/realms/gone", IDP_TIMEOUT="0.5")), redis=fake_redis)
+    response = call(app.test_client(), stub_issuer.sign(stub_issuer.access_claims()))
+    assert (response.status_code, response.json["error"]["code"]) == (503, "unavailable")

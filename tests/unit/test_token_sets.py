@@ -1,0 +1,27 @@
+"""Session token sets on fakeredis (which runs the store's Lua): compare-and-set and compare-and-delete."""
+
+from app.store.keys import Keys
+from app.store.tokensets import TokenSets
+
+
+def test_a_stale_writer_can_neither_replace_nor_end_newer_tokens(fake_redis):
+    token_sets = TokenSets(fake_redis, Keys("t:"))
+    token_sets.create("ref", {"refresh_token": "rt-1"}, ttl_ms=60_000)
+    assert token_sets.replace("ref", 1, {"refresh_token": "rt-2"})
+    assert not token_sets.replace("ref", 1, {"refresh_token": "rt-old"})
+    assert not token_sets.end_if_version("ref", 1)
+    record, ttl_ms = token_sets.load("ref")
+    assert (record["refresh_token"], record["v"]) == ("rt-2", 2)
+    assert 0 < ttl_ms <= 60_000
+    assert token_sets.end_if_version("ref", 2)
+    assert token_sets.load("ref") == (None, -2)
+
+
+def test_the_refresh_lock_is_released_only_by_its_holder(fake_redis):
+    token_sets = TokenSets(fake_redis, Keys("t:"))
+    assert token_sets.lock("ref", "a", 5_000)
+    assert not token_sets.lock("ref", "b", 5_000)
+    token_sets.unlock("ref", "b")
+    assert not token_sets.lock("ref", "b", 5_000)
+    token_sets.unlock("ref", "a")
+    assert token_sets.lock("ref", "b", 5_000)
