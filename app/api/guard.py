@@ -80,4 +80,8 @@ def require_enabled(profile: Profile | None) -> Profile:
 
 def current_user(scope: str) -> Profile:
     """The enabled profile of the user behind a token that carries `scope`."""
-    return require_enabled(services().store.profiles.get(current_username(scope)))
+    username = current_username(scope)
+    prefetched_user, raw = g.get("session_profile", (None, None))
+    if prefetched_user == username:  # read together with the session's tokens: no second round trip
+        return require_enabled(Profile.from_hash(raw) if raw else None)
+    return require_enabled(services().store.profiles.get(username))

@@ -9,7 +9,7 @@ could never put an older refresh token over a newer one.
 import secrets
 import time
 
-from flask import current_app
+from flask import current_app, g
 
 from ..errors import ProviderUnavailable, Unauthorized, Unavailable
 from ..extensions import services
@@ -20,6 +20,8 @@ REFRESH_MARGIN = 60
 IDLE_TOUCH_SLACK_MS = 60_000
 WAIT_STEP = 0.05
 SESSION_ENDED = "the session has ended; sign in again"
+SESSION_USERS_CACHED = 100_000
+_session_users: dict[str, str] = {}
 
 
 def start_session_tokens(ref: str, *, username: str, sub: str, response: dict) -> dict:
@@ -47,12 +49,20 @@ def end_session_tokens(ref: str) -> dict | None:
     return record
 
 
-def current_token_set(ref: str) -> dict:
-    """The session's live token set, its idle expiry pushed back; Unauthorized when there is none."""
+def current_token_set(ref: str, *, prefetch_profile: bool = False) -> dict:
+    """The session's live token set, its idle expiry pushed back; Unauthorized when there is none.
+    With `prefetch_profile`, the user's profile is read in the same round trip when this process
+    knows the session's user, and left in `g.session_profile` as (username, raw hash)."""
     token_sets = services().store.token_sets
-    record, ttl_ms = token_sets.load(ref)
+    username = _session_users.get(ref) if prefetch_profile else None
+    if username:
+        record, ttl_ms, raw_profile = token_sets.load_with_profile(ref, username)
+        g.session_profile = (username, raw_profile)
+    else:
+        record, ttl_ms = token_sets.load(ref)
     if record is None:
         raise Unauthorized(SESSION_ENDED)
+    _remember_user(ref, record["user"])
     now = time.time()
     if now >= record["ends"]:
         token_sets.delete(ref)
@@ -67,7 +77,7 @@ def current_token_set(ref: str) -> dict:
 def access_token_for_cookie(cookie: str) -> str:
     """A usable access token for the session named by the cookie value, refreshed when near expiry."""
     ref = session_ref(current_app.config["SECRET_KEY"], cookie)
-    record = current_token_set(ref)
+    record = current_token_set(ref, prefetch_profile=True)
     if record["expires_at"] - time.time() >= REFRESH_MARGIN:
         return record["access_token"]
     return _refreshed(ref, record)["access_token"]
@@ -149,6 +159,14 @@ def _with_response(record: dict, response: dict, now: float) -> dict:
         "scope": response.get("scope", record["scope"]),
         "ends": ends,
     }
+
+
+def _remember_user(ref: str, username: str) -> None:
+    # A session's user never changes (a new sign-in gets a new session), so a process may keep it.
+    if ref not in _session_users:
+        if len(_session_users) >= SESSION_USERS_CACHED:
+            _session_users.clear()
+        _session_users[ref] = username
 
 
 def _still_valid(record: dict) -> bool:

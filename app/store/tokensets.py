@@ -47,6 +47,15 @@ class TokenSets:
         raw, ttl_ms = pipe.execute()
         return (json.loads(raw) if raw else None), ttl_ms
 
+    def load_with_profile(self, ref: str, username: str) -> tuple[dict | None, int, dict]:
+        """load(), plus the raw profile hash of `username`, in the same round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.get(self._keys.token_set(ref))
+        pipe.pttl(self._keys.token_set(ref))
+        pipe.hgetall(self._keys.user(username))
+        raw, ttl_ms, profile = pipe.execute()
+        return (json.loads(raw) if raw else None), ttl_ms, profile
+
     def replace(self, ref: str, expected_version: int, record: dict) -> bool:
         """Store `record` as the next version unless another writer got there first."""
         record = {**record, "v": expected_version + 1}

@@ -158,3 +158,14 @@ def test_spa_exchange_validates_its_body(app, body):
 def test_spa_exchange_needs_the_csrf_header(app, idp):
     response = app.test_client().post("/auth/exchange", json={})
     assert response.status_code == 403
+
+
+def test_disabling_an_account_takes_effect_on_its_next_cookie_call(app):
+    client = signed_in_client(app, "carol")
+    assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200
+    assert app.test_cli_runner().invoke(args=["users", "disable", "carol"]).exit_code == 0
+    refused = client.get("/api/v1/me/profile", headers=CSRF)
+    assert (refused.status_code, refused.json["error"]["code"]) == (403, "forbidden")
+    assert client.post("/api/v1/pokes", json={"username": "bob"}, headers=CSRF).status_code == 403
+    assert app.test_cli_runner().invoke(args=["users", "enable", "carol"]).exit_code == 0
+    assert client.get("/api/v1/me/profile", headers=CSRF).json["data"]["handle"] == "@carol"
