@@ -82,6 +82,7 @@ class Config:
         self.PROXY_HOPS = self._number("PROXY_HOPS", "0")
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")
         self.LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
+        self.METRICS_TOKEN = env.get("METRICS_TOKEN") or None
 
     def _required(self, name: str) -> str:
         value = self._env.get(name, "").strip()

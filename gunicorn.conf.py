@@ -2,6 +2,9 @@
 
 import multiprocessing
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
@@ -23,3 +26,31 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 # Several instances may share a host (tests, benchmarks); none needs gunicorn's runtime control socket.
 control_socket_disable = True
+
+
+def on_starting(server):
+    """Give this master's workers an empty PROMETHEUS_MULTIPROC_DIR (a private one unless set), so
+    /metrics sums every worker and never counts a previous run."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        directory = tempfile.mkdtemp(prefix="profile-poke-metrics-")
+        server.metrics_dir_owned = directory
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    for stale in Path(directory).glob("*.db"):
+        stale.unlink()
+
+
+def child_exit(server, worker):
+    """Drop a dead worker's live-gauge files; its counters stay in the sums."""
+    # Imported here, not at the top: prometheus_client picks its storage when first imported, and
+    # the master must not import it before on_starting has set the directory the workers inherit.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove the metrics directory this master created."""
+    owned = getattr(server, "metrics_dir_owned", None)
+    if owned:
+        shutil.rmtree(owned, ignore_errors=True)

@@ -16,6 +16,7 @@ from .errors import register_error_handlers
 from .extensions import Services, make_redis
 from .health import bp as health_bp
 from .logs import configure_logging
+from .metrics import init_metrics
 from .security import register_security_headers
 from .store import Store
 from .tokens import AccessTokens, Provider
@@ -34,6 +35,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_error_handlers(app)
     register_security_headers(app)
     configure_logging(app)
+    init_metrics(app)
     if config.PROXY_HOPS:
         app.wsgi_app = ProxyFix(
             app.wsgi_app, x_for=config.PROXY_HOPS, x_proto=config.PROXY_HOPS, x_host=config.PROXY_HOPS

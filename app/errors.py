@@ -6,6 +6,8 @@ import redis
 from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from .metrics import count_redis_error
+
 API_PREFIX = "/api/v1"
 USERS_PREFIX = f"{API_PREFIX}/users/"
 REALM = "profile-poke"
@@ -140,6 +142,7 @@ REDIS_DOWN = (
 
 
 def handle_redis_down(error: Exception):
+    count_redis_error(error)
     log.warning("redis unavailable: %s", type(error).__name__)
     return _unavailable("the service's storage is unavailable")
 

@@ -4,6 +4,7 @@ from flask import Blueprint, jsonify
 
 from ..errors import UnknownUser
 from ..extensions import services
+from ..metrics import poke_observed
 from ..store.profiles import normalize_username
 from .guard import current_user, current_username, optional_principal
 from .openapi import openapi_document
@@ -37,7 +38,9 @@ def own_profile():
 
 @bp.post("/pokes")
 def create_poke():
-    poke(poker=current_username(POKE_SCOPE))
+    poker = current_username(POKE_SCOPE)
+    with poke_observed():
+        poke(poker=poker)
     return {"success": True}, 200, PRIVATE
 
 

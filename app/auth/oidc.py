@@ -12,6 +12,7 @@ from authlib.integrations.base_client import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 
 from ..errors import LoginFailed, ProviderUnavailable
+from ..metrics import provider_call
 from ..tokens.provider import Provider
 from ..tokens.signatures import BadToken, is_number, signed_claims
 
@@ -57,13 +58,14 @@ class LoginClient:
     def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
         """The token response for an authorization code; LoginFailed when the provider refuses it."""
         try:
-            return self._session().fetch_token(
-                self._endpoint("token_endpoint"),
-                grant_type="authorization_code",
-                code=code,
-                redirect_uri=redirect_uri,
-                code_verifier=verifier,
-            )
+            with provider_call("token"):
+                return self._session().fetch_token(
+                    self._endpoint("token_endpoint"),
+                    grant_type="authorization_code",
+                    code=code,
+                    redirect_uri=redirect_uri,
+                    code_verifier=verifier,
+                )
         except OAuthError as error:
             log.info("code exchange refused: %s", error.error)
             raise LoginFailed("the sign-in could not be completed; please sign in again") from None
@@ -73,7 +75,8 @@ class LoginClient:
     def refresh(self, refresh_token: str) -> dict:
         """A fresh token response; RefreshRejected on `invalid_grant`, ProviderUnavailable otherwise."""
         try:
-            return self._session().refresh_token(self._endpoint("token_endpoint"), refresh_token=refresh_token)
+            with provider_call("token", refresh=True):
+                return self._session().refresh_token(self._endpoint("token_endpoint"), refresh_token=refresh_token)
         except OAuthError as error:
             if error.error == "invalid_grant":
                 raise RefreshRejected() from None
@@ -86,9 +89,10 @@ class LoginClient:
         try:
             url = self.provider.endpoint("revocation_endpoint")
             if url:
-                self._session().revoke_token(
-                    url, token=refresh_token, token_type_hint="refresh_token"
-                ).raise_for_status()
+                with provider_call("revocation"):
+                    self._session().revoke_token(
+                        url, token=refresh_token, token_type_hint="refresh_token"
+                    ).raise_for_status()
         except (ProviderUnavailable, requests.RequestException) as error:
             log.warning("refresh token revocation failed: %s", type(error).__name__)
 

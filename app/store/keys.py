@@ -31,3 +31,6 @@ class Keys:
 
     def refresh_lock(self, session_ref: str) -> str:
         return f"{self.prefix}refresh-lock:{session_ref}"
+
+    def active_sessions(self) -> str:
+        return f"{self.prefix}sessions:active"

@@ -1,6 +1,7 @@
 """The tokens of one browser session, in a key of their own, changed only by compare-and-set."""
 
 import json
+import time
 
 # Replace the record only if it still has the version the caller read; keep its TTL.
 _REPLACE = """
@@ -37,7 +38,10 @@ class TokenSets:
 
     def create(self, ref: str, record: dict, ttl_ms: int) -> None:
         """Store a new token set (version 1) for the session `ref`."""
-        self._redis.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
+        self._mark_active(pipe, ref, ttl_ms)
+        pipe.execute()
 
     def load(self, ref: str) -> tuple[dict | None, int]:
         """The session's token set and its time to live in ms, in one round trip."""
@@ -74,6 +78,7 @@ class TokenSets:
         pipe = self._redis.pipeline(transaction=False)
         pipe.pexpire(self._keys.token_set(ref), ttl_ms)
         pipe.pexpire(self._keys.session(ref), ttl_ms)
+        self._mark_active(pipe, ref, ttl_ms, only_known=True)
         pipe.execute()
 
     def delete(self, ref: str) -> None:
@@ -81,7 +86,21 @@ class TokenSets:
         pipe = self._redis.pipeline(transaction=False)
         for key in (self._keys.token_set(ref), self._keys.session(ref), self._keys.refresh_lock(ref)):
             pipe.delete(key)
+        pipe.zrem(self._keys.active_sessions(), ref)
         pipe.execute()
+
+    def count_active(self) -> int:
+        """How many sessions are alive now: one sorted set of session -> expiry, its expired
+        members dropped first, so counting never scans the keyspace."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.zremrangebyscore(self._keys.active_sessions(), "-inf", int(time.time() * 1000))
+        pipe.zcard(self._keys.active_sessions())
+        return pipe.execute()[1]
+
+    def _mark_active(self, pipe, ref: str, ttl_ms: int, *, only_known: bool = False) -> None:
+        # Score = the session's expiry in ms; extending an ended session must not bring it back.
+        expiry = int(time.time() * 1000) + ttl_ms
+        pipe.zadd(self._keys.active_sessions(), {ref: expiry}, xx=only_known)
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
         """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""

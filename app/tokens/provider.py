@@ -7,6 +7,7 @@ import requests
 from joserfc.jwk import KeySet
 
 from ..errors import ProviderUnavailable
+from ..metrics import provider_call
 
 SIGNING_KEY_TYPES = {"RSA", "EC", "OKP"}
 FAILURE_BACKOFF = 5.0
@@ -42,7 +43,7 @@ class Provider:
                 return self._metadata  # another thread fetched it while this one waited
             if time.monotonic() - self._metadata_failed_at >= FAILURE_BACKOFF:
                 try:
-                    document = self._get_json(f"{self.issuer}/.well-known/openid-configuration")
+                    document = self._get_json(f"{self.issuer}/.well-known/openid-configuration", "discovery")
                     if document.get("issuer") != self.issuer:
                         raise ProviderUnavailable("discovery names another issuer")
                     self._metadata, self._metadata_at = document, time.monotonic()
@@ -84,7 +85,7 @@ class Provider:
                 return
             self._keys_at = now
             try:
-                key_set = KeySet.import_key_set(self._get_json(self.metadata()["jwks_uri"]))
+                key_set = KeySet.import_key_set(self._get_json(self.metadata()["jwks_uri"], "jwks"))
             except (ProviderUnavailable, ValueError, TypeError, KeyError):
                 self._keys_failed = True
                 return
@@ -98,11 +99,12 @@ class Provider:
                     keyless.append(key)
             self._keys, self._keyless, self._keys_failed = keys, keyless, False
 
-    def _get_json(self, url: str) -> dict:
+    def _get_json(self, url: str, endpoint: str) -> dict:
         try:
-            response = self._http.get(url, timeout=self._timeout)
-            response.raise_for_status()
-            document = response.json()
+            with provider_call(endpoint):
+                response = self._http.get(url, timeout=self._timeout)
+                response.raise_for_status()
+                document = response.json()
         except (requests.RequestException, ValueError) as error:
             raise ProviderUnavailable(f"{url}: {type(error).__name__}") from None
         if not isinstance(document, dict):

@@ -1,0 +1,156 @@
+"""Prometheus metrics: what the service counts, and GET /metrics behind METRICS_TOKEN.
+
+Under gunicorn the values live in PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py sets it up), so one
+scrape sums every worker. Labels are route templates, methods, statuses, endpoint names and
+outcomes: never a username, a token or a raw path. Without METRICS_TOKEN nothing is counted and
+/metrics does not exist (404).
+"""
+
+import hmac
+import os
+import time
+from contextlib import contextmanager
+
+import redis
+import requests
+from authlib.integrations.base_client import OAuthError
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .extensions import services
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+NO_STORE = {"Cache-Control": "no-store"}
+UNMATCHED = "unmatched"  # the route label of a request no URL rule matched (never its path)
+
+REQUESTS = Counter("pp_http_requests", "HTTP requests by route template, method and status.",
+                   ["route", "method", "status"])  # fmt: skip
+DURATION = Histogram("pp_http_request_duration_seconds", "HTTP request duration by route template, method and status.",
+                     ["route", "method", "status"])  # fmt: skip
+REFRESHES = Counter("pp_refreshes", "Browser-session token refreshes at the provider by outcome.", ["outcome"])
+IDP_REQUESTS = Counter("pp_idp_requests", "Calls to the identity provider by endpoint and outcome.",
+                       ["endpoint", "outcome"])  # fmt: skip
+IDP_DURATION = Histogram("pp_idp_request_duration_seconds", "Duration of identity-provider calls.",
+                         ["endpoint", "outcome"])  # fmt: skip
+REDIS_ERRORS = Counter("pp_redis_errors", "Redis failures answered with 503, by exception class.", ["error"])
+POKES = Counter("pp_pokes", "Poke attempts by outcome.", ["outcome"])
+REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
+
+bp = Blueprint("metrics", __name__)
+_enabled = False
+
+
+def init_metrics(app: Flask) -> None:
+    """Count requests and serve /metrics, when the app has a METRICS_TOKEN."""
+    global _enabled
+    if not app.config.get("METRICS_TOKEN"):
+        return
+    _enabled = True
+    app.register_blueprint(bp)
+    app.after_request(_count_request)
+
+
+def _count_request(response):
+    rule = request.url_rule
+    labels = (rule.rule if rule is not None else UNMATCHED,
+              request.method if request.method in METHODS else "other", str(response.status_code))  # fmt: skip
+    REQUESTS.labels(*labels).inc()
+    started = g.get("started")  # set by app.logs before every request
+    if started is not None:
+        DURATION.labels(*labels).observe(time.perf_counter() - started)
+    return response
+
+
+@contextmanager
+def provider_call(endpoint: str, *, refresh: bool = False):
+    """Count and time the identity-provider call made inside the block (a refresh, when `refresh`);
+    the outcome is read from how the block ends: ok, refused (an OAuth error), timeout or error."""
+    if not _enabled:
+        yield
+        return
+    started, outcome = time.perf_counter(), "error"
+    try:
+        yield
+        outcome = "ok"
+    except OAuthError:
+        outcome = "refused"
+        raise
+    except requests.Timeout:
+        outcome = "timeout"
+        raise
+    finally:
+        IDP_REQUESTS.labels(endpoint, outcome).inc()
+        IDP_DURATION.labels(endpoint, outcome).observe(time.perf_counter() - started)
+        if refresh:
+            REFRESHES.labels(REFRESH_OUTCOMES[outcome]).inc()
+
+
+def count_redis_error(error: Exception) -> None:
+    """One Redis failure that the service answered with 503."""
+    if _enabled:
+        REDIS_ERRORS.labels(type(error).__name__).inc()
+
+
+@contextmanager
+def poke_observed():
+    """Count the poke decided inside the block by its outcome."""
+    if not _enabled:
+        yield
+        return
+    outcome = "error"
+    try:
+        yield
+        outcome = "poked"
+    except Exception as error:
+        outcome = _poke_outcome(error)
+        raise
+    finally:
+        POKES.labels(outcome).inc()
+
+
+def _poke_outcome(error: Exception) -> str:
+    # Read by shape rather than class: app.errors counts Redis errors here, so it cannot be imported.
+    message = getattr(error, "message", "")
+    if getattr(error, "retry_after", None):
+        return "cooldown"
+    if message.startswith("user not found"):
+        return "unknown_target"
+    if message == "cannot poke yourself":
+        return "self"
+    if hasattr(error, "code"):  # an ApiError: a disabled account
+        return "denied"
+    return "invalid" if hasattr(error, "retry_after") else "error"
+
+
+@bp.get("/metrics")
+def metrics():
+    expected = f"Bearer {current_app.config['METRICS_TOKEN']}".encode()
+    if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected):
+        return Response("unauthorized\n", 401, {**NO_STORE, "WWW-Authenticate": 'Bearer realm="metrics"'},
+                        content_type="text/plain")  # fmt: skip
+    body = generate_latest(_registry()) + generate_latest(_SessionsRegistry())
+    return Response(body, 200, NO_STORE, content_type=CONTENT_TYPE_LATEST)
+
+
+def _registry():
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # sums the files every worker wrote
+    return registry
+
+
+class _SessionsRegistry:
+    """The active-session gauge, read from Redis at scrape time (one cheap round trip)."""
+
+    def collect(self):
+        try:
+            active = services().store.token_sets.count_active()
+        except redis.RedisError as error:
+            count_redis_error(error)
+            return
+        gauge = GaugeMetricFamily("pp_active_sessions", "Browser sessions alive now (from Redis).")
+        gauge.add_metric([], active)
+        yield gauge
