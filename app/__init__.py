@@ -10,6 +10,7 @@ from config import Config
 from .api.routes import bp as api_bp
 from .auth.oidc import LoginClient
 from .auth.routes import bp as auth_bp
+from .auth.session_tokens import SessionTokens
 from .auth.sessions import BffSessionInterface
 from .cli import users_cli
 from .errors import register_error_handlers
@@ -27,20 +28,21 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     """A configured app; `config` defaults to the environment, `redis` to a client for REDIS_URL."""
     app = Flask(__name__)
     config = config or Config()
-    app.config.from_object(config)
-    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=config.SESSION_IDLE_TIMEOUT)
-    app.config["SESSION_REFRESH_EACH_REQUEST"] = False
+    configure_app(app, config)
     register_extensions(app, config, redis)
     register_blueprints(app)
     register_error_handlers(app)
     register_security_headers(app)
     configure_logging(app)
     init_metrics(app)
-    if config.PROXY_HOPS:
-        app.wsgi_app = ProxyFix(
-            app.wsgi_app, x_for=config.PROXY_HOPS, x_proto=config.PROXY_HOPS, x_host=config.PROXY_HOPS
-        )
+    configure_proxy(app, config)
     return app
+
+
+def configure_app(app: Flask, config: Config) -> None:
+    app.config.from_object(config)
+    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=config.SESSION_IDLE_TIMEOUT)
+    app.config["SESSION_REFRESH_EACH_REQUEST"] = False
 
 
 def register_extensions(app: Flask, config: Config, redis=None) -> None:
@@ -55,18 +57,27 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         discovery_ttl=config.DISCOVERY_TTL,
         refetch_interval=config.JWKS_REFETCH_INTERVAL,
     )
+    login_client = LoginClient(
+        provider,
+        client_id=config.OIDC_CLIENT_ID,
+        scopes=config.OIDC_SCOPES,
+        timeout=config.IDP_TIMEOUT,
+        leeway=config.TOKEN_LEEWAY,
+    )
     app.extensions["profile_poke"] = Services(
         store=store,
         provider=provider,
         access_tokens=AccessTokens(
             provider, audience=config.API_AUDIENCE, login_clients=config.LOGIN_CLIENT_IDS, leeway=config.TOKEN_LEEWAY
         ),
-        login_client=LoginClient(
-            provider,
-            client_id=config.OIDC_CLIENT_ID,
-            scopes=config.OIDC_SCOPES,
-            timeout=config.IDP_TIMEOUT,
-            leeway=config.TOKEN_LEEWAY,
+        login_client=login_client,
+        session_tokens=SessionTokens(
+            store.token_sets,
+            login_client,
+            secret_key=config.SECRET_KEY,
+            idle_timeout=config.SESSION_IDLE_TIMEOUT,
+            max_age=config.SESSION_MAX_AGE,
+            idp_timeout=config.IDP_TIMEOUT,
         ),
     )
     app.session_interface = BffSessionInterface(app, redis, store.keys, config.SECRET_KEY)
@@ -78,3 +89,10 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(web_bp)
     app.register_blueprint(health_bp)
     app.cli.add_command(users_cli)
+
+
+def configure_proxy(app: Flask, config: Config) -> None:
+    """Trust the X-Forwarded-* headers of PROXY_HOPS proxies in front of the app (none by default)."""
+    if config.PROXY_HOPS:
+        hops = config.PROXY_HOPS
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)

@@ -7,8 +7,8 @@ from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from .metrics import count_redis_error
+from .prefixes import API_PREFIX, AUTH_PREFIX
 
-API_PREFIX = "/api/v1"
 USERS_PREFIX = f"{API_PREFIX}/users/"
 REALM = "profile-poke"
 RETRY_AFTER_UNAVAILABLE = "5"
@@ -111,7 +111,7 @@ def _envelope(status: int, code: str, message: str, headers=None):
 
 
 def _wants_page() -> bool:
-    return request.method == "GET" and request.path in {"/auth/login", "/auth/callback"}
+    return request.method == "GET" and request.path in {f"{AUTH_PREFIX}/login", f"{AUTH_PREFIX}/callback"}
 
 
 def handle_api_error(error: ApiError):
@@ -162,7 +162,7 @@ def handle_http_error(error: HTTPException):
     # A failure while Flask-Session opens or saves a session arrives wrapped in a 500.
     if isinstance(getattr(error, "original_exception", None), REDIS_DOWN):
         return handle_redis_down(error.original_exception)
-    if not request.path.startswith((API_PREFIX, "/auth")):
+    if not request.path.startswith((API_PREFIX, AUTH_PREFIX)):
         return error
     if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:
         # A name the router cannot even match (a newline, say) is still just an unknown user.

@@ -1,6 +1,10 @@
-"""The app's long-lived collaborators: one Redis client, the provider, token checks, the login client."""
+"""The app's long-lived collaborators: one Redis client, the provider, token checks, the login client
+and the session tokens."""
+
+from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -9,13 +13,20 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
+if TYPE_CHECKING:  # only names for the types: app.metrics reads services() and the login client imports it
+    from .auth.oidc import LoginClient
+    from .auth.session_tokens import SessionTokens
+    from .store import Store
+    from .tokens import AccessTokens, Provider
 
-@dataclass
+
+@dataclass(frozen=True)
 class Services:
-    store: "object"
-    provider: "object"
-    access_tokens: "object"
-    login_client: "object"
+    store: Store
+    provider: Provider
+    access_tokens: AccessTokens
+    login_client: LoginClient
+    session_tokens: SessionTokens
 
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}

@@ -1,10 +1,22 @@
-"""Headers every response carries, and `Cache-Control: no-store` on everything private."""
+"""Headers every response carries, `Cache-Control: no-store` on everything private, and the header
+that cookie-authenticated calls must send."""
 
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from flask import Flask, request
 
-PRIVATE_PREFIXES = ("/auth/", "/api/v1/")
+from .prefixes import API_PREFIX, AUTH_PREFIX
+
+PRIVATE_PREFIXES = (f"{AUTH_PREFIX}/", f"{API_PREFIX}/")
+# Cookie-authenticated calls that read or change state must carry this header with the value 1:
+# a cross-site page cannot set it without a CORS preflight, which this app never grants.
+CSRF_HEADER = "X-CSRF"
+
+
+def sent_csrf_header(headers: Mapping[str, str]) -> bool:
+    """Whether a request's headers carry `X-CSRF: 1`, the proof that a same-origin script sent it."""
+    return headers.get(CSRF_HEADER) == "1"
 
 
 def _content_security_policy(issuer: str) -> str:

@@ -41,13 +41,13 @@ def measure(redis_url: str, issuer: str, app_port: int) -> dict:
     redis = make_redis(redis_url, socket_timeout=5)
     demo = json.loads((Path(__file__).resolve().parent.parent / "dev" / "demo-users.json").read_text())[0]
     with app.app_context():
-        profiles, cooldowns = services().store.profiles, services().store.cooldowns
+        profiles, pokes = services().store.profiles, services().store.pokes
         for index in range(USERS):
             name = f"user{index:06d}"
             profiles.put(Profile(name, f"@{name}", f"User {index}", sub=secrets.token_hex(16) + "-uuid",
                                  stats=demo["stats"], aggregate_scores=demo["aggregate_scores"]))  # fmt: skip
         for index in range(POKES):
-            cooldowns.try_poke(f"user{index % USERS:06d}", f"user{(index * 7 + 1) % USERS:06d}")
+            pokes.try_poke(f"user{index % USERS:06d}", f"user{(index * 7 + 1) % USERS:06d}")
     for index in range(SESSIONS):
         _sign_in(app, ("alice", "bob", "carol", "erin")[index % 4])
     return {

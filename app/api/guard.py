@@ -1,17 +1,14 @@
-"""Who may call: bearer token or session cookie -> principal -> scope, user and account checks.
-
-The order of checks is the contract's: 401 -> 403 insufficient_scope -> 403 forbidden (app token)
--> 403 forbidden (disabled account).
+"""Who may call: bearer token or session cookie -> principal -> scope, user and account checks,
+in the contract's order (see `authorize`).
 """
 
 import logging
 
 from flask import current_app, g, request
 
-from ..auth.session_tokens import access_token_for_cookie
-from ..auth.sessions import CSRF_HEADER
 from ..errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from ..extensions import services
+from ..security import CSRF_HEADER, sent_csrf_header
 from ..store.profiles import NoProfile, Profile, SubjectClash
 from ..tokens import Principal
 
@@ -36,22 +33,27 @@ def optional_principal() -> Principal | None:
     return services().access_tokens.verify(token) if token is not None else None
 
 
-def required_principal() -> Principal:
-    """The caller of a protected route, by bearer token, else by session cookie with the CSRF header."""
+def required_principal() -> tuple[Principal, Profile | None]:
+    """The caller of a protected route, by bearer token, else by session cookie with the CSRF header;
+    with the caller's profile when the session read it along with the token (else None)."""
     token = bearer_token()
-    if token is None:
-        cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
-        if not cookie:
-            raise Unauthorized("authentication required")
-        if request.headers.get(CSRF_HEADER) != "1":
-            raise Forbidden(f"cookie-authenticated calls need the header {CSRF_HEADER}: 1")
-        token = access_token_for_cookie(cookie)
-    return services().access_tokens.verify(token)
+    if token is not None:
+        return services().access_tokens.verify(token), None
+    cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
+    if not cookie:
+        raise Unauthorized("authentication required")
+    if not sent_csrf_header(request.headers):
+        raise Forbidden(f"cookie-authenticated calls need the header {CSRF_HEADER}: 1")
+    credential = services().session_tokens.credential_for_cookie(cookie)
+    return services().access_tokens.verify(credential.access_token), credential.profile
 
 
-def current_username(scope: str) -> str:
-    """The username of the user behind a token that carries `scope`; the account itself is not read."""
-    principal = required_principal()
+def authorize(scope: str) -> tuple[str, Profile | None]:
+    """The username of the caller, checked in the contract's order: 401 (no or bad credentials), then
+    403 insufficient_scope (no `scope`), then 403 forbidden (an application token), then, by whoever
+    reads the account, 403 forbidden (a disabled account: see `require_enabled`). Also returns the
+    caller's profile when it came with the credential (else None)."""
+    principal, profile = required_principal()
     if not principal.has_scope(scope):
         raise InsufficientScope(scope)
     if not principal.is_user:
@@ -66,6 +68,12 @@ def current_username(scope: str) -> str:
     except NoProfile:
         raise Forbidden("this account has no profile") from None
     g.user = username
+    return username, (profile if profile is not None and profile.username == username else None)
+
+
+def current_username(scope: str) -> str:
+    """The username of the user behind a token that carries `scope`; the account itself is not read."""
+    username, _ = authorize(scope)
     return username
 
 
@@ -80,8 +88,7 @@ def require_enabled(profile: Profile | None) -> Profile:
 
 def current_user(scope: str) -> Profile:
     """The enabled profile of the user behind a token that carries `scope`."""
-    username = current_username(scope)
-    prefetched_user, raw = g.get("session_profile", (None, None))
-    if prefetched_user == username:  # read together with the session's tokens: no second round trip
-        return require_enabled(Profile.from_hash(raw) if raw else None)
-    return require_enabled(services().store.profiles.get(username))
+    username, profile = authorize(scope)
+    if profile is None:  # not read together with the session's tokens: one more round trip
+        profile = services().store.profiles.get(username)
+    return require_enabled(profile)

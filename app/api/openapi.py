@@ -6,6 +6,8 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import current_app
 
+from ..prefixes import API_PREFIX
+from ..security import CSRF_HEADER
 from .schemas import (
     ErrorEnvelopeSchema,
     OwnProfileEnvelopeSchema,
@@ -29,7 +31,7 @@ _COMMON = {
     "401": _error("no valid credentials (`unauthorized`, or `invalid_token` for a bad token)", _CHALLENGE),
     "403": _error(
         "`insufficient_scope` (message `scope <scope> required`), or `forbidden`: an "
-        "application token, a disabled account, or a cookie call without `X-CSRF: 1`",
+        f"application token, a disabled account, or a cookie call without `{CSRF_HEADER}: 1`",
         _CHALLENGE,
     ),
     "405": _error("`method_not_allowed`"),
@@ -92,13 +94,13 @@ def _paths(profile_scope: str, poke_scope: str) -> dict:
 
 
 @cache
-def _document(issuer: str, profile_scope: str, poke_scope: str) -> dict:
+def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str) -> dict:
     spec = APISpec(
         title="Profile & Poke API",
         version="1.0.0",
         openapi_version="3.1.0",
         plugins=[MarshmallowPlugin()],
-        servers=[{"url": "/api/v1"}],
+        servers=[{"url": API_PREFIX}],
     )
     for name, schema in {
         "PublicProfile": PublicProfileSchema,
@@ -122,8 +124,8 @@ def _document(issuer: str, profile_scope: str, poke_scope: str) -> dict:
         {
             "type": "apiKey",
             "in": "cookie",
-            "name": "__Host-session",
-            "description": "same-origin browser session; every call also needs the header X-CSRF: 1",
+            "name": cookie_name,
+            "description": f"same-origin browser session; every call also needs the header {CSRF_HEADER}: 1",
         },
     )
     for path, operations in _paths(profile_scope, poke_scope).items():
@@ -133,4 +135,5 @@ def _document(issuer: str, profile_scope: str, poke_scope: str) -> dict:
 
 def openapi_document() -> dict:
     """The document for this app's issuer and scopes (built once per process)."""
-    return _document(current_app.config["OIDC_ISSUER_URL"], PROFILE_SCOPE, POKE_SCOPE)
+    config = current_app.config
+    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], PROFILE_SCOPE, POKE_SCOPE)

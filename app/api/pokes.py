@@ -7,7 +7,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import PokeFailed
 from ..extensions import services
-from ..store.cooldowns import UNKNOWN_TARGET
+from ..store.pokes import PokeResult
 from ..store.profiles import normalize_username
 from .guard import require_enabled
 from .schemas import poke_target
@@ -41,7 +41,8 @@ def poke(*, poker: str) -> None:
     """Poke the user the request body names on behalf of `poker`, or raise saying why not.
 
     The poker's account is read in the same round trip as the poke is decided; every refusal still
-    follows the contract's order (a disabled account hears 403 before anything about its body)."""
+    follows the contract's order (app.api.guard.authorize: a disabled account hears 403 before
+    anything about its body), so a poke decided for a disabled poker is withdrawn."""
     store = services().store
     try:
         target = read_poke_target()
@@ -51,15 +52,16 @@ def poke(*, poker: str) -> None:
     except PokeFailed:
         require_enabled(store.profiles.get(poker))  # refused without Redis: the account check comes first
         raise
-    profile, outcome = store.cooldowns.try_poke(poker, username)
+    profile, outcome = store.pokes.try_poke(poker, username)
     if profile is None or profile.disabled:
-        if outcome == 0:
-            store.cooldowns.cancel(poker, username)
+        if outcome.result is PokeResult.POKED:
+            store.pokes.withdraw(poker, username)
         require_enabled(profile)
-    if outcome == UNKNOWN_TARGET:
+    if outcome.result is PokeResult.UNKNOWN_TARGET:
         raise PokeFailed(f"user not found: {target}")
-    if outcome:
-        raise PokeFailed(f"poke on cooldown ({format_duration(outcome)} remaining)", retry_after=outcome)
+    if outcome.result is PokeResult.ON_COOLDOWN:
+        left = outcome.seconds_left
+        raise PokeFailed(f"poke on cooldown ({format_duration(left)} remaining)", retry_after=left)
 
 
 def format_duration(seconds: int) -> str:

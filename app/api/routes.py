@@ -5,6 +5,7 @@ from flask import Blueprint, jsonify
 from ..errors import UnknownUser
 from ..extensions import services
 from ..metrics import poke_observed
+from ..prefixes import API_PREFIX
 from ..store.profiles import normalize_username
 from .guard import current_user, current_username, optional_principal
 from .openapi import openapi_document
@@ -12,7 +13,7 @@ from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
 from .scopes import POKE_SCOPE, PROFILE_SCOPE
 
-bp = Blueprint("api", __name__, url_prefix="/api/v1")
+bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
 PRIVATE = {"Cache-Control": "no-store"}
 # Schema instances are built once: building one per request costs more than the Redis round trip.

@@ -15,8 +15,6 @@ from flask import current_app, request, session
 from ..errors import LoginFailed, Unauthorized
 from ..extensions import services
 from ..store.profiles import NoProfile, SubjectClash
-from .session_tokens import current_token_set, end_session_tokens, start_session_tokens
-from .sessions import session_ref
 
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_DESCRIPTION = 300
@@ -111,16 +109,16 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
     _end_current_session()
     current_app.session_interface.regenerate(session)
     session.clear()
-    ref = session_ref(current_app.config["SECRET_KEY"], session.sid)
-    record = start_session_tokens(ref, username=profile.username, sub=claims["sub"], response=response)
+    record = services().session_tokens.start(
+        session.sid, username=profile.username, sub=claims["sub"], response=response
+    )
     session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
 
 
 def session_info() -> dict:
     """Who is signed in, with which scopes, and until when; never a token."""
-    ref = session_ref(current_app.config["SECRET_KEY"], session.sid) if session else None
     try:
-        record = current_token_set(ref) if ref else None
+        record = services().session_tokens.current(session.sid) if session else None
     except Unauthorized:
         record = None
     if record is None:
@@ -148,13 +146,8 @@ def sign_out() -> str:
 
 
 def _end_current_session() -> dict | None:
-    ref = _cookie_ref()
-    return end_session_tokens(ref) if ref else None
-
-
-def _cookie_ref() -> str | None:
     cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
-    return session_ref(current_app.config["SECRET_KEY"], cookie) if cookie else None
+    return services().session_tokens.end(cookie) if cookie else None
 
 
 def _required_scopes() -> set[str]:

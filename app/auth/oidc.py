@@ -1,8 +1,6 @@
 """The public login client's side of OpenID Connect: authorization requests with PKCE S256, code
 exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
 
-import base64
-import hashlib
 import logging
 import time
 from urllib.parse import urlencode
@@ -23,12 +21,6 @@ class RefreshRejected(Exception):
     """The provider refused the refresh token (`invalid_grant`): the session is over."""
 
 
-def code_challenge(verifier: str) -> str:
-    """BASE64URL(SHA-256(verifier)) without padding, as RFC 7636 S256 defines it."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 class LoginClient:
     """Speaks to the provider's endpoints, all taken from discovery."""
 
@@ -39,21 +31,18 @@ class LoginClient:
         self._timeout = timeout
         self._leeway = leeway
 
+    def discover(self) -> None:
+        """Fetch the provider's discovery document now if it is stale; ProviderUnavailable if it fails."""
+        self.provider.metadata()
+
     def authorization_url(self, *, redirect_uri: str, state: str, nonce: str, verifier: str) -> str:
-        """Where to send the browser to sign in."""
-        query = urlencode(
-            {
-                "client_id": self.client_id,
-                "response_type": "code",
-                "redirect_uri": redirect_uri,
-                "scope": self.scopes,
-                "state": state,
-                "nonce": nonce,
-                "code_challenge": code_challenge(verifier),
-                "code_challenge_method": "S256",
-            }
+        """Where to send the browser to sign in: code flow with the S256 challenge of `verifier`."""
+        url, _ = OAuth2Session(
+            client_id=self.client_id, scope=self.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
+        ).create_authorization_url(
+            self._endpoint("authorization_endpoint"), state=state, code_verifier=verifier, nonce=nonce
         )
-        return f"{self._endpoint('authorization_endpoint')}?{query}"
+        return url
 
     def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
         """The token response for an authorization code; LoginFailed when the provider refuses it."""

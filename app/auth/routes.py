@@ -4,6 +4,8 @@ from flask import Blueprint, current_app, redirect, request
 from marshmallow import ValidationError
 
 from ..errors import Forbidden, LoginFailed
+from ..prefixes import AUTH_PREFIX
+from ..security import CSRF_HEADER, sent_csrf_header
 from .flow import (
     begin_login,
     exchange_code,
@@ -14,9 +16,8 @@ from .flow import (
     sign_out,
 )
 from .schemas import ExchangeRequestSchema
-from .sessions import CSRF_HEADER
 
-bp = Blueprint("auth", __name__, url_prefix="/auth")
+bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 
 
 @bp.get("/login")
@@ -45,7 +46,8 @@ def callback():
 
 @bp.post("/exchange")
 def exchange():
-    _require_csrf_header()
+    if not sent_csrf_header(request.headers):
+        raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")
     body = request.get_json(silent=True)
     try:
         fields = ExchangeRequestSchema().load(body if isinstance(body, dict) else {})
@@ -62,16 +64,11 @@ def current_session():
 
 @bp.post("/logout")
 def logout():
-    fetch = request.headers.get(CSRF_HEADER) == "1"
+    fetch = sent_csrf_header(request.headers)
     if not fetch and not _same_origin_form():
         raise Forbidden(f"sign-out needs the header {CSRF_HEADER}: 1 or a same-origin form")
     url = sign_out()
     return {"logout_url": url} if fetch else redirect(url, 303)
-
-
-def _require_csrf_header() -> None:
-    if request.headers.get(CSRF_HEADER) != "1":
-        raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")
 
 
 def _same_origin_form() -> bool:

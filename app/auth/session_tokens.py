@@ -1,4 +1,4 @@
-"""The tokens behind a browser session: created at sign-in, read per request, refreshed by one
+"""The tokens behind browser sessions: created at sign-in, read per request, refreshed by one
 request at a time per session (across every worker and instance), removed at sign-out.
 
 Why it is safe: a refresh holds the session's lock for longer than the refresh HTTP call may take,
@@ -8,12 +8,12 @@ could never put an older refresh token over a newer one.
 
 import secrets
 import time
-
-from flask import current_app, g
+from dataclasses import dataclass
 
 from ..errors import ProviderUnavailable, Unauthorized, Unavailable
-from ..extensions import services
-from .oidc import RefreshRejected
+from ..store.profiles import Profile
+from ..store.tokensets import TokenSets
+from .oidc import LoginClient, RefreshRejected
 from .sessions import session_ref
 
 REFRESH_MARGIN = 60
@@ -21,128 +21,180 @@ IDLE_TOUCH_SLACK_MS = 60_000
 WAIT_STEP = 0.05
 SESSION_ENDED = "the session has ended; sign in again"
 SESSION_USERS_CACHED = 100_000
-_session_users: dict[str, str] = {}
 
 
-def start_session_tokens(ref: str, *, username: str, sub: str, response: dict) -> dict:
-    """Store the token response of a fresh sign-in as the session's token set."""
-    now = time.time()
-    base = {
-        "user": username,
-        "sub": sub,
-        "started": now,
-        "ends": now + current_app.config["SESSION_MAX_AGE"],
-        "refresh_token": None,
-        "id_token": None,
-        "scope": "",
-    }
-    record = _with_response(base, response, now)
-    services().store.token_sets.create(ref, record, _ttl_ms(record, now))
-    return record
+@dataclass(frozen=True)
+class SessionCredential:
+    """What a session cookie stands for: a usable access token, and the user's profile when it was
+    read in the same round trip (None when it was not read, or there is none)."""
+
+    access_token: str
+    profile: Profile | None = None
 
 
-def end_session_tokens(ref: str) -> dict | None:
-    """Remove everything the session keeps in Redis; return what it held."""
-    token_sets = services().store.token_sets
-    record, _ = token_sets.load(ref)
-    token_sets.delete(ref)
-    return record
+class SessionTokens:
+    """Every browser session's token set, named by the session id the cookie carries."""
 
+    def __init__(
+        self,
+        token_sets: TokenSets,
+        login_client: LoginClient,
+        *,
+        secret_key: str,
+        idle_timeout: float,
+        max_age: float,
+        idp_timeout: float,
+        refresh_wait: float | None = None,
+        users_cached: int = SESSION_USERS_CACHED,
+    ):
+        self._token_sets = token_sets
+        self._login_client = login_client
+        self._secret_key = secret_key
+        self._idle_timeout = idle_timeout
+        self._max_age = max_age
+        # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
+        self._lock_ms = int((2 * idp_timeout + 5) * 1000)
+        self._refresh_wait = 2 * idp_timeout + 1 if refresh_wait is None else refresh_wait
+        self._users_cached = users_cached
+        # A session's user never changes (a new sign-in gets a new session), so a process may keep it.
+        self._session_users: dict[str, str] = {}
 
-def current_token_set(ref: str, *, prefetch_profile: bool = False) -> dict:
-    """The session's live token set, its idle expiry pushed back; Unauthorized when there is none.
-    With `prefetch_profile`, the user's profile is read in the same round trip when this process
-    knows the session's user, and left in `g.session_profile` as (username, raw hash)."""
-    token_sets = services().store.token_sets
-    username = _session_users.get(ref) if prefetch_profile else None
-    if username:
-        record, ttl_ms, raw_profile = token_sets.load_with_profile(ref, username)
-        g.session_profile = (username, raw_profile)
-    else:
-        record, ttl_ms = token_sets.load(ref)
-    if record is None:
-        raise Unauthorized(SESSION_ENDED)
-    _remember_user(ref, record["user"])
-    now = time.time()
-    if now >= record["ends"]:
-        token_sets.delete(ref)
-        raise Unauthorized(SESSION_ENDED)
-    wanted_ms = _ttl_ms(record, now)
-    # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
-    if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
-        token_sets.extend(ref, wanted_ms)
-    return record
+    def start(self, sid: str, *, username: str, sub: str, response: dict) -> dict:
+        """Store the token response of a fresh sign-in as the token set of session `sid`."""
+        now = time.time()
+        base = {
+            "user": username,
+            "sub": sub,
+            "started": now,
+            "ends": now + self._max_age,
+            "refresh_token": None,
+            "id_token": None,
+            "scope": "",
+        }
+        record = _with_response(base, response, now)
+        self._token_sets.create(self._ref(sid), record, self._ttl_ms(record, now))
+        return record
 
+    def end(self, sid: str) -> dict | None:
+        """Remove everything session `sid` keeps in Redis; return the token set it held."""
+        ref = self._ref(sid)
+        record, _ = self._token_sets.load(ref)
+        self._token_sets.delete(ref)
+        self._session_users.pop(ref, None)
+        return record
 
-def access_token_for_cookie(cookie: str) -> str:
-    """A usable access token for the session named by the cookie value, refreshed when near expiry."""
-    ref = session_ref(current_app.config["SECRET_KEY"], cookie)
-    record = current_token_set(ref, prefetch_profile=True)
-    if record["expires_at"] - time.time() >= REFRESH_MARGIN:
-        return record["access_token"]
-    return _refreshed(ref, record)["access_token"]
+    def current(self, sid: str) -> dict:
+        """The live token set of session `sid`, its idle expiry pushed back; Unauthorized without one."""
+        return self._current(self._ref(sid))
 
+    def credential_for_cookie(self, cookie: str) -> SessionCredential:
+        """A usable access token for the session the cookie names, refreshed when near expiry, with the
+        user's profile read in the same round trip when this process already knows the session's user;
+        Unauthorized when the session has ended, Unavailable when a refresh by another request lasts."""
+        ref = self._ref(cookie)
+        username = self._session_users.get(ref)
+        profile = None
+        if username:
+            record, ttl_ms, raw_profile = self._token_sets.load_with_profile(ref, username)
+            profile = Profile.from_hash(raw_profile) if raw_profile else None
+        else:
+            record, ttl_ms = self._token_sets.load(ref)
+        record = self._live(ref, record, ttl_ms)
+        if record["expires_at"] - time.time() < REFRESH_MARGIN:
+            record = self._refreshed(ref, record)
+        return SessionCredential(record["access_token"], profile)
 
-def _refreshed(ref: str, record: dict) -> dict:
-    token_sets = services().store.token_sets
-    timeout = current_app.config["IDP_TIMEOUT"]
-    try:
-        services().provider.metadata()  # any discovery fetch happens now, not while holding the lock
-    except ProviderUnavailable:
+    def _ref(self, sid: str) -> str:
+        return session_ref(self._secret_key, sid)
+
+    def _current(self, ref: str) -> dict:
+        record, ttl_ms = self._token_sets.load(ref)
+        return self._live(ref, record, ttl_ms)
+
+    def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
+        if record is None:
+            raise Unauthorized(SESSION_ENDED)
+        self._remember_user(ref, record["user"])
+        now = time.time()
+        if now >= record["ends"]:
+            self._token_sets.delete(ref)
+            raise Unauthorized(SESSION_ENDED)
+        wanted_ms = self._ttl_ms(record, now)
+        # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
+        if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
+            self._token_sets.extend(ref, wanted_ms)
+        return record
+
+    def _refreshed(self, ref: str, record: dict) -> dict:
+        try:
+            self._login_client.discover()  # any discovery fetch happens now, not while holding the lock
+        except ProviderUnavailable:
+            if _still_valid(record):
+                return record
+            raise
+        # Not redis-py's Lock: a waiter waits for the token set's version to change, not for the lock
+        # to come free (Lock's blocking acquire), and correctness rests on replace()'s compare-and-set,
+        # so SET NX PX and a compare-and-delete are all this lock needs.
+        owner = secrets.token_hex(16)
+        if self._token_sets.lock(ref, owner, self._lock_ms):
+            try:
+                return self._refresh_locked(ref)
+            finally:
+                self._token_sets.unlock(ref, owner)
         if _still_valid(record):
             return record
-        raise
-    owner = secrets.token_hex(16)
-    # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
-    if token_sets.lock(ref, owner, int((2 * timeout + 5) * 1000)):
-        try:
-            return _refresh_locked(ref)
-        finally:
-            token_sets.unlock(ref, owner)
-    if _still_valid(record):
-        return record
-    deadline = time.monotonic() + 2 * timeout + 1
-    while time.monotonic() < deadline:
-        time.sleep(WAIT_STEP)
-        latest, _ = token_sets.load(ref)
+        return self._wait_for_refresh(ref, record["v"])
+
+    def _wait_for_refresh(self, ref: str, version: int) -> dict:
+        deadline = time.monotonic() + self._refresh_wait
+        while time.monotonic() < deadline:
+            time.sleep(WAIT_STEP)
+            latest, _ = self._token_sets.load(ref)
+            if latest is None:
+                raise Unauthorized(SESSION_ENDED)
+            if latest["v"] != version:
+                return latest
+        raise Unavailable("the session's tokens are being refreshed; try again")
+
+    def _refresh_locked(self, ref: str) -> dict:
+        latest, _ = self._token_sets.load(ref)
         if latest is None:
             raise Unauthorized(SESSION_ENDED)
-        if latest["v"] != record["v"]:
-            return latest
-    raise Unavailable("the session's tokens are being refreshed; try again")
+        if latest["expires_at"] - time.time() >= REFRESH_MARGIN:
+            return latest  # another request refreshed while we waited for the lock
+        if not latest.get("refresh_token"):
+            self._token_sets.delete(ref)
+            raise Unauthorized(SESSION_ENDED)
+        try:
+            response = self._login_client.refresh(latest["refresh_token"])
+        except RefreshRejected:
+            # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
+            if self._token_sets.end_if_version(ref, latest["v"]):
+                raise Unauthorized(SESSION_ENDED) from None
+            return self._stored_after_race(ref)
+        except ProviderUnavailable:
+            if _still_valid(latest):
+                return latest
+            raise
+        updated = _with_response(latest, response, time.time())
+        if not self._token_sets.replace(ref, latest["v"], updated):
+            return self._stored_after_race(ref)
+        return {**updated, "v": latest["v"] + 1}
 
-
-def _refresh_locked(ref: str) -> dict:
-    token_sets = services().store.token_sets
-    latest, _ = token_sets.load(ref)
-    if latest is None:
-        raise Unauthorized(SESSION_ENDED)
-    if latest["expires_at"] - time.time() >= REFRESH_MARGIN:
-        return latest  # another request refreshed while we waited for the lock
-    if not latest.get("refresh_token"):
-        token_sets.delete(ref)
-        raise Unauthorized(SESSION_ENDED)
-    try:
-        response = services().login_client.refresh(latest["refresh_token"])
-    except RefreshRejected:
-        # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
-        if token_sets.end_if_version(ref, latest["v"]):
-            raise Unauthorized(SESSION_ENDED) from None
-        newer, _ = token_sets.load(ref)
-        if newer is None:
-            raise Unauthorized(SESSION_ENDED) from None
-        return newer
-    except ProviderUnavailable:
-        if _still_valid(latest):
-            return latest
-        raise
-    updated = _with_response(latest, response, time.time())
-    if not token_sets.replace(ref, latest["v"], updated):
-        newer, _ = token_sets.load(ref)
+    def _stored_after_race(self, ref: str) -> dict:
+        newer, _ = self._token_sets.load(ref)
         if newer is None:
             raise Unauthorized(SESSION_ENDED)
         return newer
-    return {**updated, "v": latest["v"] + 1}
+
+    def _remember_user(self, ref: str, username: str) -> None:
+        if ref not in self._session_users:
+            if len(self._session_users) >= self._users_cached:
+                self._session_users.clear()
+            self._session_users[ref] = username
+
+    def _ttl_ms(self, record: dict, now: float) -> int:
+        return max(1, int(min(self._idle_timeout, record["ends"] - now) * 1000))
 
 
 def _with_response(record: dict, response: dict, now: float) -> dict:
@@ -161,18 +213,5 @@ def _with_response(record: dict, response: dict, now: float) -> dict:
     }
 
 
-def _remember_user(ref: str, username: str) -> None:
-    # A session's user never changes (a new sign-in gets a new session), so a process may keep it.
-    if ref not in _session_users:
-        if len(_session_users) >= SESSION_USERS_CACHED:
-            _session_users.clear()
-        _session_users[ref] = username
-
-
 def _still_valid(record: dict) -> bool:
     return record["expires_at"] > time.time() + 1
-
-
-def _ttl_ms(record: dict, now: float) -> int:
-    idle = current_app.config["SESSION_IDLE_TIMEOUT"]
-    return max(1, int(min(idle, record["ends"] - now) * 1000))

@@ -13,10 +13,7 @@ from flask import Flask, Request
 from flask_session.base import ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 
-AUTH_PREFIX = "/auth/"
-# Cookie-authenticated calls that read or change state must carry this header with the value 1:
-# a cross-site page cannot set it without a CORS preflight, which this app never grants.
-CSRF_HEADER = "X-CSRF"
+from ..prefixes import AUTH_PREFIX
 
 
 def session_ref(secret: str, sid: str) -> str:
@@ -45,7 +42,7 @@ class BffSessionInterface(RedisSessionInterface):
         super()._upsert_session(session_lifetime, session, store_id)
 
     def open_session(self, app: Flask, request: Request):
-        if not request.path.startswith(AUTH_PREFIX):
+        if not request.path.startswith(f"{AUTH_PREFIX}/"):
             # Other routes never use flask.session; skipping the load saves a Redis read.
             return self.session_class(sid="", permanent=False)
         return super().open_session(app, request)

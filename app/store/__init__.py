@@ -1,8 +1,8 @@
-"""Redis state: profiles, subject links, cooldowns, pending logins and session token sets."""
+"""Redis state: profiles, subject links, pokes and their cooldowns, pending logins and session token sets."""
 
-from .cooldowns import Cooldowns
 from .keys import Keys
 from .logins import PendingLogins
+from .pokes import Pokes
 from .profiles import Profiles
 from .tokensets import TokenSets
 
@@ -14,6 +14,6 @@ class Store:
         self.redis = redis
         self.keys = Keys(prefix)
         self.profiles = Profiles(redis, self.keys)
-        self.cooldowns = Cooldowns(redis, self.keys)
+        self.pokes = Pokes(redis, self.keys)
         self.logins = PendingLogins(redis, self.keys)
         self.token_sets = TokenSets(redis, self.keys)

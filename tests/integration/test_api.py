@@ -9,8 +9,8 @@ import requests
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from app.store.cooldowns import COOLDOWN_MS
 from app.store.keys import Keys
+from app.store.pokes import COOLDOWN_MS
 
 pytestmark = pytest.mark.integration
 

@@ -1,13 +1,14 @@
-"""Poke cooldowns: one key per (poker, target) pair, set atomically with a 24-hour TTL."""
+"""Pokes and their cooldowns: one key per (poker, target) pair, set atomically with a 24-hour TTL."""
 
 import math
+from dataclasses import dataclass
+from enum import Enum
 
 from redis.exceptions import NoScriptError
 
 from .profiles import Profile
 
 COOLDOWN_MS = 24 * 60 * 60 * 1000
-UNKNOWN_TARGET = -1
 
 # One round trip decides a poke: the target must exist and be enabled, then SET NX PX starts the
 # cooldown, or PTTL tells what is left. Both keys share the target's hash tag (one cluster slot).
@@ -21,18 +22,31 @@ return left
 """
 
 
-class Cooldowns:
-    """Starts cooldowns and tells how long one has left."""
+class PokeResult(Enum):
+    POKED = "poked"
+    UNKNOWN_TARGET = "unknown target"
+    ON_COOLDOWN = "on cooldown"
+
+
+@dataclass(frozen=True)
+class PokeOutcome:
+    """How a poke was decided; `seconds_left` (at least 1) only when it is on cooldown."""
+
+    result: PokeResult
+    seconds_left: int = 0
+
+
+class Pokes:
+    """Decides pokes: starts cooldowns and tells how long one has left."""
 
     def __init__(self, redis, keys):
         self._redis = redis
         self._keys = keys
         self._poke = redis.register_script(_POKE)
 
-    def try_poke(self, poker: str, target: str) -> tuple[Profile | None, int]:
-        """In one round trip, the poker's profile and the poke decided: 0 on success, UNKNOWN_TARGET
-        when the target does not exist or is disabled, else the whole seconds left (at least 1).
-        A caller that refuses the poker must cancel() a cooldown this started."""
+    def try_poke(self, poker: str, target: str) -> tuple[Profile | None, PokeOutcome]:
+        """In one round trip, the poker's profile and the poke decided (an unknown target is one that
+        does not exist or is disabled). A caller that refuses a POKED poker must withdraw() it."""
         keys = [self._keys.user(target), self._keys.cooldown(poker, target)]
         pipe = self._redis.pipeline(transaction=False)
         pipe.hgetall(self._keys.user(poker))
@@ -47,14 +61,15 @@ class Cooldowns:
                 raise result
         return (Profile.from_hash(raw_poker) if raw_poker else None), _outcome(left_ms)
 
-    def cancel(self, poker: str, target: str) -> None:
-        """Remove a cooldown that try_poke started for a poker who may not poke after all."""
+    def withdraw(self, poker: str, target: str) -> None:
+        """Undo a poke try_poke decided for a poker who may not poke after all: its cooldown goes."""
         self._redis.delete(self._keys.cooldown(poker, target))
 
 
-def _outcome(left_ms: int) -> int:
+def _outcome(left_ms: int) -> PokeOutcome:
+    # The script's codes: -2 unknown target, -1 cooldown started, else the milliseconds left.
     if left_ms == -2:
-        return UNKNOWN_TARGET
+        return PokeOutcome(PokeResult.UNKNOWN_TARGET)
     if left_ms == -1:
-        return 0
-    return max(1, math.ceil(left_ms / 1000))
+        return PokeOutcome(PokeResult.POKED)
+    return PokeOutcome(PokeResult.ON_COOLDOWN, max(1, math.ceil(left_ms / 1000)))
