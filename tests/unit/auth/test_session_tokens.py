@@ -1,0 +1,284 @@
+"""Every branch of the session-token refresh protocol, on fakeredis (which runs the store's Lua) with a
+fake provider-facing login client: one refresher, waiters, races lost and won, ends and extensions."""
+
+import threading
+import time
+
+import pytest
+
+from app.auth.session_tokens import SESSION_ENDED, SessionTokens
+from app.auth.sessions import session_ref
+from app.errors import ProviderUnavailable, Unauthorized, Unavailable
+from app.store.keys import Keys
+from app.store.profiles import Profile
+from app.store.tokensets import TokenSets
+from tests.helpers.fake_login_client import FakeLoginClient
+
+SECRET = "a-secret-key-of-at-least-32-characters"
+SID = "the-cookie-value"
+REF = session_ref(SECRET, SID)
+IDLE = 1800
+KEYS = Keys("t:")
+
+
+@pytest.fixture
+def login_client():
+    return FakeLoginClient()
+
+
+@pytest.fixture
+def token_sets(fake_redis):
+    return TokenSets(fake_redis, KEYS)
+
+
+@pytest.fixture
+def tokens(token_sets, login_client):
+    return SessionTokens(
+        token_sets, login_client, secret_key=SECRET, idle_timeout=IDLE, max_age=28800, idp_timeout=0.05,
+        refresh_wait=0.3,
+    )  # fmt: skip
+
+
+def sign_in(tokens, *, expires_in: int, refresh_token: str | None = "rt-0") -> dict:
+    response = {"access_token": "at-0", "refresh_token": refresh_token, "expires_in": expires_in, "scope": "openid"}
+    return tokens.start(SID, username="alice", sub="sub-alice", response=response)
+
+
+def store_newer(token_sets) -> None:
+    """What a concurrent refresher (one whose lock may have expired) writes: the next version."""
+    record, _ = token_sets.load(REF)
+    newer = {**record, "access_token": "at-newer", "refresh_token": "rt-newer", "expires_at": time.time() + 300}
+    assert token_sets.replace(REF, record["v"], newer)
+
+
+def stored(token_sets) -> dict | None:
+    return token_sets.load(REF)[0]
+
+
+def lock_is_free(token_sets) -> bool:
+    if not token_sets.lock(REF, "probe", 1000):
+        return False
+    token_sets.unlock(REF, "probe")
+    return True
+
+
+def test_a_token_far_from_expiry_is_used_as_it_is(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=300)
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert login_client.refreshed_with == []
+    assert stored(token_sets)["v"] == 1
+
+
+def test_a_token_near_expiry_is_refreshed_and_stored_as_the_next_version(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=30)
+    assert tokens.credential_for_cookie(SID).access_token == "at-1"
+    assert login_client.refreshed_with == ["rt-0"]
+    record = stored(token_sets)
+    assert (record["v"], record["access_token"], record["refresh_token"]) == (2, "at-1", "rt-1")
+    assert lock_is_free(token_sets)
+
+
+def test_concurrent_requests_refresh_once_and_the_waiter_gets_the_new_version(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    refreshing, results = threading.Event(), {}
+
+    def slow_refresh():
+        refreshing.set()
+        time.sleep(0.15)
+
+    login_client.during_refresh = slow_refresh
+    first = threading.Thread(target=lambda: results.update(first=tokens.credential_for_cookie(SID).access_token))
+    first.start()
+    assert refreshing.wait(1)
+    results["second"] = tokens.credential_for_cookie(SID).access_token  # finds the lock taken: waits
+    first.join(1)
+    assert results == {"first": "at-1", "second": "at-1"}
+    assert login_client.refreshed_with == ["rt-0"]
+
+
+def test_a_waiter_receives_the_version_another_instance_stored(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    timer = threading.Timer(0.1, store_newer, args=[token_sets])
+    timer.start()
+    assert tokens.credential_for_cookie(SID).access_token == "at-newer"
+    timer.join()
+    assert login_client.refreshed_with == []
+
+
+def test_a_waiter_gives_up_with_503_when_the_refresh_outlasts_its_wait(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    started = time.monotonic()
+    with pytest.raises(Unavailable) as refused:
+        tokens.credential_for_cookie(SID)
+    assert refused.value.status == 503
+    assert refused.value.message == "the session's tokens are being refreshed; try again"
+    assert 0.3 <= time.monotonic() - started < 0.9
+    assert login_client.refreshed_with == []
+
+
+def test_a_waiter_hears_401_when_the_session_ends_while_it_waits(tokens, token_sets):
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    timer = threading.Timer(0.1, token_sets.delete, args=[REF])
+    timer.start()
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    timer.join()
+
+
+def test_a_still_valid_token_is_used_while_another_request_refreshes(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=30)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    started = time.monotonic()
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert time.monotonic() - started < 0.1  # no waiting
+    assert login_client.refreshed_with == []
+
+
+def test_a_newer_version_stored_before_the_lock_was_taken_is_used_as_it_is(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    login_client.before_discover = lambda: store_newer(token_sets)  # between the read and the lock
+    assert tokens.credential_for_cookie(SID).access_token == "at-newer"
+    assert login_client.refreshed_with == []
+    assert stored(token_sets)["refresh_token"] == "rt-newer"
+
+
+def test_a_refresh_that_lost_the_compare_and_set_keeps_and_returns_the_newer_tokens(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    login_client.during_refresh = lambda: store_newer(token_sets)  # a refresher whose lock had expired
+    assert tokens.credential_for_cookie(SID).access_token == "at-newer"
+    assert login_client.refreshed_with == ["rt-0"]
+    record = stored(token_sets)
+    assert (record["v"], record["refresh_token"]) == (2, "rt-newer")
+    assert lock_is_free(token_sets)
+
+
+def test_invalid_grant_ends_the_session_and_everything_it_keeps(tokens, token_sets, login_client, fake_redis):
+    sign_in(tokens, expires_in=-10)
+    fake_redis.set(KEYS.session(REF), "flask-session")
+    login_client.refresh_answer = "invalid_grant"
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert fake_redis.exists(KEYS.token_set(REF), KEYS.session(REF), KEYS.refresh_lock(REF)) == 0
+
+
+def test_invalid_grant_keeps_a_session_a_newer_refresh_already_moved_on(tokens, token_sets, login_client, fake_redis):
+    sign_in(tokens, expires_in=-10)
+    fake_redis.set(KEYS.session(REF), "flask-session")
+    login_client.refresh_answer = "invalid_grant"
+    login_client.during_refresh = lambda: store_newer(token_sets)  # it used our refresh token first
+    assert tokens.credential_for_cookie(SID).access_token == "at-newer"
+    assert stored(token_sets)["refresh_token"] == "rt-newer"
+    assert fake_redis.exists(KEYS.session(REF)) == 1
+
+
+def test_invalid_grant_after_the_session_ended_elsewhere_is_401(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    login_client.refresh_answer = "invalid_grant"
+    login_client.during_refresh = lambda: token_sets.delete(REF)  # signed out meanwhile
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+
+
+@pytest.mark.parametrize("down", ["discovery", "token endpoint"])
+def test_a_provider_outage_keeps_a_session_whose_token_is_still_valid(tokens, token_sets, login_client, down):
+    sign_in(tokens, expires_in=30)
+    login_client.discover_down = down == "discovery"
+    login_client.refresh_answer = "unavailable"
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert stored(token_sets)["v"] == 1
+    assert lock_is_free(token_sets)
+
+
+@pytest.mark.parametrize("down", ["discovery", "token endpoint"])
+def test_a_provider_outage_with_an_expired_token_is_503_and_keeps_the_session(tokens, token_sets, login_client, down):
+    sign_in(tokens, expires_in=-10)
+    login_client.discover_down = down == "discovery"
+    login_client.refresh_answer = "unavailable"
+    with pytest.raises(ProviderUnavailable):
+        tokens.credential_for_cookie(SID)
+    assert stored(token_sets)["refresh_token"] == "rt-0"
+    assert lock_is_free(token_sets)
+
+
+def test_a_session_without_a_refresh_token_ends_when_its_token_expires(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10, refresh_token=None)
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert stored(token_sets) is None
+    assert login_client.refreshed_with == []
+
+
+def test_a_session_past_its_absolute_end_is_over(tokens, token_sets, login_client):
+    record = sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, {**record, "ends": time.time() - 1})
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert stored(token_sets) is None
+
+
+def test_an_unknown_session_is_401(tokens):
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie("never-signed-in")
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.current("never-signed-in")
+
+
+def test_use_pushes_back_the_idle_expiry_of_the_tokens_and_the_session(tokens, fake_redis):
+    sign_in(tokens, expires_in=300)
+    fake_redis.set(KEYS.session(REF), "flask-session", px=5_000)
+    fake_redis.pexpire(KEYS.token_set(REF), 5_000)
+    tokens.current(SID)
+    assert fake_redis.pttl(KEYS.token_set(REF)) > (IDLE - 5) * 1000
+    assert fake_redis.pttl(KEYS.session(REF)) > (IDLE - 5) * 1000
+
+
+def test_use_within_a_minute_of_the_last_extension_writes_nothing(tokens, fake_redis):
+    sign_in(tokens, expires_in=300)
+    fake_redis.pexpire(KEYS.token_set(REF), (IDLE - 30) * 1000)
+    tokens.current(SID)
+    assert fake_redis.pttl(KEYS.token_set(REF)) <= (IDLE - 30) * 1000
+
+
+def test_the_idle_expiry_never_passes_the_absolute_end(tokens, token_sets, fake_redis):
+    record = sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, {**record, "ends": time.time() + 10})
+    fake_redis.pexpire(KEYS.token_set(REF), 1_000)
+    tokens.current(SID)
+    assert 5_000 < fake_redis.pttl(KEYS.token_set(REF)) <= 10_000
+
+
+def test_a_refresh_token_lifetime_shortens_the_session(tokens):
+    response = {"access_token": "at-0", "refresh_token": "rt-0", "expires_in": 300, "refresh_expires_in": 600}
+    record = tokens.start(SID, username="alice", sub="sub-alice", response=response)
+    assert record["ends"] - record["started"] == pytest.approx(600, abs=1)
+
+
+def test_the_profile_comes_with_the_token_once_the_process_knows_the_sessions_user(tokens, fake_redis):
+    fake_redis.hset(KEYS.user("alice"), mapping=Profile("alice", "@alice", "Alice").to_hash())
+    sign_in(tokens, expires_in=300)
+    assert tokens.credential_for_cookie(SID).profile is None  # the first call learns the user
+    assert tokens.credential_for_cookie(SID).profile.display_name == "Alice"
+
+
+def test_the_per_process_user_cache_is_bounded(token_sets, login_client, fake_redis):
+    tokens = SessionTokens(
+        token_sets, login_client, secret_key=SECRET, idle_timeout=IDLE, max_age=28800, idp_timeout=0.05, users_cached=1
+    )
+    fake_redis.hset(KEYS.user("alice"), mapping=Profile("alice", "@alice", "Alice").to_hash())
+    sign_in(tokens, expires_in=300)
+    tokens.start("another-cookie", username="bob", sub="sub-bob", response={"access_token": "at-b"})
+    tokens.current(SID)
+    assert tokens.credential_for_cookie(SID).profile.username == "alice"
+    tokens.current("another-cookie")  # the cache is full: it starts over
+    assert tokens.credential_for_cookie(SID).profile is None
+
+
+def test_ending_a_session_removes_its_tokens_and_returns_them(tokens, token_sets, fake_redis):
+    sign_in(tokens, expires_in=300)
+    fake_redis.set(KEYS.session(REF), "flask-session")
+    assert tokens.end(SID)["refresh_token"] == "rt-0"
+    assert fake_redis.exists(KEYS.token_set(REF), KEYS.session(REF)) == 0
+    assert tokens.end(SID) is None
