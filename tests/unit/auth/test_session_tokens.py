@@ -145,6 +145,14 @@ def test_a_newer_version_stored_before_the_lock_was_taken_is_used_as_it_is(token
     assert stored(token_sets)["refresh_token"] == "rt-newer"
 
 
+def test_a_session_that_ended_before_the_lock_was_taken_is_not_refreshed(tokens, token_sets, login_client):
+    sign_in(tokens, expires_in=-10)
+    login_client.before_discover = lambda: token_sets.delete(REF)  # signed out between the read and the lock
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert login_client.refreshed_with == []
+
+
 def test_a_refresh_that_lost_the_compare_and_set_keeps_and_returns_the_newer_tokens(tokens, token_sets, login_client):
     sign_in(tokens, expires_in=-10)
     login_client.during_refresh = lambda: store_newer(token_sets)  # a refresher whose lock had expired
