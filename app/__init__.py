@@ -40,6 +40,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
 
 
 def configure_app(app: Flask, config: Config) -> None:
+    """The app's settings from `config`; a session idles out after SESSION_IDLE_TIMEOUT, not re-saved per request."""
     app.config.from_object(config)
     app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(seconds=config.SESSION_IDLE_TIMEOUT)
     app.config["SESSION_REFRESH_EACH_REQUEST"] = False
