@@ -8,12 +8,13 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
-# Chosen by measurement (make bench, 2 cores; figures in README). Threads overlap the Redis and
-# identity-provider waits; with keep-alive, gthread workers accept connections greedily (one worker
-# took all 16 client connections in 30-60 % of runs), so keep-alive is off and every request is a
-# new accept that the kernel spreads over the workers. Three workers of two threads kept the routes
-# closest to the same-config ceiling; four sync workers gave more absolute req/s on this machine.
-threads = int(os.environ.get("GUNICORN_THREADS", "2"))
+# Chosen by measurement (make bench and python -m bench.hang, 2 cores; figures in README): threads keep
+# a worker serving while some of its requests wait on the identity provider (eight sessions refreshing
+# against a provider that hangs 5 s must not stall bearer calls: 3 x 2 threads and sync workers did),
+# and 8 threads per worker cost nothing measurable against 2. With keep-alive, gthread workers accept
+# connections greedily (one worker took all 16 client connections in 30-60 % of runs), so keep-alive
+# is off and every request is a new accept that the kernel spreads over the workers.
+threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = 30
 graceful_timeout = 20

@@ -1,16 +1,18 @@
-"""`make bench`: each API route under wrk, as a ratio to a bare Flask route (bench/ceiling.py) served by
-the same gunicorn config in the same run; writes bench/results/latest.json and latest.md."""
+"""`make bench`: first the best ceiling of the run (a bare Flask route, bench/ceiling.py, under every
+candidate gunicorn config), then every API route under the shipped config (gunicorn.conf.py) as a
+ratio to that best ceiling and to the same-config ceiling, the cost of metrics on the poke route,
+and with BENCH_DATA=large the routes again over a million profiles and ten million live cooldowns.
+A route that misses a target gets a py-spy profile. Writes bench/results/latest.json and latest.md."""
 
 import json
 import math
 import os
-import runpy
 import secrets
 import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import redis
 import requests
@@ -19,66 +21,29 @@ from app.store.keys import Keys
 from app.store.profiles import Profile, Profiles
 from config import Config
 from dev import oidc_driver
-from dev.services import ROOT, Process, StartFailed, free_port, idp_issuer, start_idp, start_redis, supervised
+from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_idp, start_redis, supervised
 
-BENCH = ROOT / "bench"
-RESULTS = BENCH / "results"
-STATE = ROOT / ".dev" / "bench"
-SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
-CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
-CONF = runpy.run_path(str(ROOT / "gunicorn.conf.py"))  # the production settings, WEB_CONCURRENCY included
-WORKERS = str(CONF["workers"])
-WRK_THREADS = 2
-WARMUP_SECONDS = 2
+from .preload import preload
+from .profiling import profile_route
+from .report import P99_OVER_P50, TARGETS, markdown
+from .servers import (
+    CANDIDATES,
+    CONNECTIONS,
+    SECONDS,
+    STATE,
+    WARMUP_SECONDS,
+    WRK_THREADS,
+    BenchFailed,
+    shipped_config,
+    start_server,
+    summary,
+    wrk,
+)
+
+RESULTS = ROOT / "bench" / "results"
+LARGE = os.environ.get("BENCH_DATA", "") == "large"
 USER, PASSWORD = "alice", "demo"
-# Route -> lowest acceptable ratio to the ceiling, in the order the routes are measured.
-TARGETS = {"public_profile": 0.65, "own_profile_bearer": 0.55, "own_profile_cookie": 0.45, "poke": 0.50}
-P99_OVER_P50 = 3
-SPLIT_NOTE = "gthread workers accept keep-alive connections greedily, and such a run gets less than half the req/s."
-
-
-class BenchFailed(RuntimeError):
-    """A run produced errors, so its figures mean nothing."""
-
-
-def start_server(started: list, name: str, app: str, port: int, ready_path: str, env: dict) -> Process:
-    """`app` under the production gunicorn config on 127.0.0.1:`port`, returned once it answers."""
-    argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
-            "--bind", f"127.0.0.1:{port}", app]  # fmt: skip
-    process = Process(name, argv, log_path=STATE / f"{name}.log", env=env)
-    started.append(process)
-    process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/{ready_path}", timeout=1).ok)
-    return process
-
-
-def worker_seconds(server: Process) -> dict[int, float]:
-    """CPU seconds used so far by each gunicorn worker of `server`, by process id (Linux /proc)."""
-    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-    stats = {int(pid): Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() for pid in children}
-    return {pid: (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") for pid, fields in stats.items()}
-
-
-def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_from: int | None = None) -> dict:
-    """Drive `url` with wrk for `seconds`; BenchFailed on any non-2xx response or socket error. Also
-    returns how the server's CPU time split over its workers (`split`, in %)."""
-    argv = ["wrk", f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", str(BENCH / "wrk.lua")]
-    for header, value in (headers or {}).items():
-        argv += ["-H", f"{header}: {value}"]
-    argv.append(url)
-    if poke_from is not None:
-        argv += ["--", str(poke_from), str(WRK_THREADS)]
-    before = worker_seconds(server)
-    output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
-    used = [cpu - before.get(pid, 0) for pid, cpu in worker_seconds(server).items()]
-    figures = json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
-    if figures["non_2xx"] or figures["socket_errors"]:
-        raise BenchFailed(f"{name}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
-                          f"{figures['socket_errors']} socket errors:\n{output}")  # fmt: skip
-    figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
-    figures["split"] = "/".join(f"{100 * part / (sum(used) or 1):.0f}" for part in sorted(used, reverse=True))
-    print(f"{name}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
-          f"p99 {figures['p99_us'] / 1000:.2f} ms, worker CPU split {figures['split']} %", flush=True)  # fmt: skip
-    return figures
+OVERHEAD_ROUNDS = 2
 
 
 def seed_targets(redis_url: str, prefix: str, count: int) -> None:
@@ -111,109 +76,176 @@ def idp_total(counters) -> int:
     return sum(map(idp_total, counters.values())) if isinstance(counters, dict) else counters
 
 
-def summary(figures: dict, ceiling_rps: float | None = None) -> dict:
-    """req/s, p50 and p99 in ms, and the ratio to `ceiling_rps` when given."""
-    result = {"rps": round(figures["rps"], 1), "p50_ms": figures["p50_us"] / 1000, "p99_ms": figures["p99_us"] / 1000}
-    if ceiling_rps:
-        result["ratio"] = round(figures["rps"] / ceiling_rps, 3)
-    return result
+def best_ceiling(started: list) -> dict:
+    """The bare route under every candidate config, one after the other: name -> wrk figures."""
+    figures = {}
+    for name, options in CANDIDATES.items():
+        port = free_port()
+        server = start_server(started, f"ceiling {name}", "bench.ceiling:app", port, "", {}, options)
+        wrk(f"ceiling {name} warm-up", server, f"http://127.0.0.1:{port}/", WARMUP_SECONDS)
+        figures[name] = wrk(f"ceiling {name}", server, f"http://127.0.0.1:{port}/", SECONDS)
+        server.stop()
+        started.remove(server)
+    return figures
 
 
-def markdown(results: dict, ceilings: list[dict], splits: dict, machine: str) -> str:
-    """The results as Markdown: the figures, then every target with met / not met."""
-    lines = [
-        "# Benchmark", "", machine, "",
-        "| route | req/s | p50 ms | p99 ms | ratio | worker CPU split % |", "|---|--:|--:|--:|--:|--:|",
-    ]  # fmt: skip
-    rows = [("ceiling (mean)", results["ceiling"]), ("ceiling before", ceilings[0]), ("ceiling after", ceilings[1])]
-    for name, row in rows + list(results["routes"].items()):
-        figures = f"{row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row.get('ratio', 1):.2f}"
-        lines.append(f"| {name} | {figures} | {splits.get(name, '')} |")
-    lines += ["", f"A split of 100/0 means one worker took every connection: {SPLIT_NOTE}"]
-    checks = []
-    for name, goal in TARGETS.items():
-        ratio = results["routes"][name]["ratio"]
-        checks.append((f"{name}: ratio ≥ {goal:.2f}", f"{ratio:.2f}", ratio >= goal))
-    checks.append(("idp_requests = 0", results["idp_requests"], results["idp_requests"] == 0))
-    for name, row in results["routes"].items():
-        spread = row["p99_ms"] / row["p50_ms"]
-        checks.append((f"{name}: p99 ≤ {P99_OVER_P50} p50", f"{spread:.1f} p50", spread <= P99_OVER_P50))
-    lines += ["", "| target | measured | met |", "|---|--:|---|"]
-    lines += [f"| {name} | {value} | {'met' if ok else '**not met**'} |" for name, value, ok in checks]
-    return "\n".join(lines) + "\n"
+class Bench:
+    """The servers of one run and the state the poke route moves through (never a poked pair twice)."""
+
+    def __init__(self, started: list):
+        shutil.rmtree(STATE, ignore_errors=True)
+        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
+        started.append(start_redis(redis_port, workdir=STATE / "redis"))
+        self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
+        self.base = f"http://127.0.0.1:{app_port}/"
+        self.idp_base = f"http://127.0.0.1:{idp_port}"
+        started.append(start_idp(idp_port, log_path=STATE / "idp.log", env={
+            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(32), "IDP_ACCESS_TOKEN_TTL": "3600",
+            "IDP_REDIRECT_URIS": f"{self.base}auth/callback,{self.base}", "IDP_POST_LOGOUT_REDIRECT_URIS": self.base,
+        }))  # fmt: skip
+        self.env = {
+            "OIDC_ISSUER_URL": idp_issuer(idp_port), "OIDC_CLIENT_ID": "profile-poke-web",
+            "OIDC_REDIRECT_URI": f"{self.base}auth/callback", "SESSION_COOKIE_SECURE": "false",
+            "REDIS_URL": self.redis_url, "SECRET_KEY": secrets.token_urlsafe(48),
+        }  # fmt: skip
+        subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
+                       env={**os.environ, **self.env}, cwd=ROOT, check=True)  # fmt: skip
+        # BENCH_CONFIG names a candidate to measure the routes under instead (for comparing configs).
+        self.shipped, options = shipped_config()
+        if os.environ.get("BENCH_CONFIG"):
+            self.shipped = os.environ["BENCH_CONFIG"]
+            options = CANDIDATES[self.shipped]
+        # Production runs with metrics on; the plain app is the same minus METRICS_TOKEN.
+        metered = {**self.env, "METRICS_TOKEN": secrets.token_urlsafe(32)}
+        self.app = start_server(started, "app", "wsgi:app", app_port, "api/v1/openapi.json", metered, options)
+        plain_port = free_port()
+        self.plain = start_server(
+            started, "app-plain", "wsgi:app", plain_port, "api/v1/openapi.json", self.env, options
+        )
+        self.plain_url = f"http://127.0.0.1:{plain_port}/api/v1/pokes"
+        ceiling_port = free_port()
+        self.ceiling = start_server(started, "ceiling", "bench.ceiling:app", ceiling_port, "", {}, options)
+        self.ceiling_url = f"http://127.0.0.1:{ceiling_port}/"
+        token = oidc_driver.user_tokens(self.env["OIDC_ISSUER_URL"], self.env["OIDC_CLIENT_ID"],
+                                        self.env["OIDC_REDIRECT_URI"], USER, PASSWORD)["access_token"]  # fmt: skip
+        cookie = sign_in(self.base)
+        self.routes = {
+            "public_profile": (f"{self.base}api/v1/users/bob", {}),
+            "own_profile_bearer": (f"{self.base}api/v1/me/profile", {"Authorization": f"Bearer {token}"}),
+            "own_profile_cookie": (f"{self.base}api/v1/me/profile", {"Cookie": f"pp_session={cookie}", "X-CSRF": "1"}),
+            "poke": (f"{self.base}api/v1/pokes", {"Authorization": f"Bearer {token}"}),
+        }
+        self.next_target, self.targets = 1, 0
+
+    def seed(self, rps: float, windows: int) -> None:
+        """Enough never-poked targets for `windows` poke windows at up to 1.5 times `rps`."""
+        self.targets = max(100_000, math.ceil(rps * 1.5 * windows * (SECONDS + WARMUP_SECONDS)))
+        print(f"seeding {self.targets} poke targets", flush=True)
+        seed_targets(self.redis_url, Config(self.env).REDIS_KEY_PREFIX, self.targets)
+
+    def route(self, name: str, seconds: int, server=None, url=None, label=None) -> dict:
+        """wrk on route `name` (on `server`/`url` instead of the metered app when given)."""
+        default_url, headers = self.routes[name]
+        poke_from = self.next_target if name == "poke" else None
+        figures = wrk(label or name, server or self.app, url or default_url, seconds, headers, poke_from)
+        if poke_from is not None:
+            self.next_target = figures["last_target"] + 1
+            if self.next_target > self.targets:
+                raise BenchFailed(f"poke ran past the {self.targets} seeded targets")
+        return figures
+
+    def routes_with_ceilings(self, prefix: str = "") -> tuple[dict, dict]:
+        """The same-config ceiling, every route, the ceiling again: (routes, mean ceiling) figures."""
+        before = wrk(f"{prefix}same-config ceiling before", self.ceiling, self.ceiling_url, SECONDS)
+        measured = {name: self.route(name, SECONDS, label=f"{prefix}{name}") for name in self.routes}
+        after = wrk(f"{prefix}same-config ceiling after", self.ceiling, self.ceiling_url, SECONDS)
+        ceiling = {key: (before[key] + after[key]) / 2 for key in ("rps", "p50_us", "p99_us")}
+        return measured, ceiling
 
 
 def run(started: list) -> None:
     """Start everything (into `started`), measure, write the results."""
-    shutil.rmtree(STATE, ignore_errors=True)
-    redis_port = free_port()
-    started.append(start_redis(redis_port, workdir=STATE / "redis"))
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
-    app_port = free_port()
-    base = f"http://127.0.0.1:{app_port}/"
-    idp_port = free_port()
-    idp_base = f"http://127.0.0.1:{idp_port}"
-    started.append(start_idp(idp_port, log_path=STATE / "idp.log", env={
-        "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(32), "IDP_ACCESS_TOKEN_TTL": "3600",
-        "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}", "IDP_POST_LOGOUT_REDIRECT_URIS": base,
-    }))  # fmt: skip
-    env = {
-        "OIDC_ISSUER_URL": idp_issuer(idp_port), "OIDC_CLIENT_ID": "profile-poke-web",
-        "OIDC_REDIRECT_URI": f"{base}auth/callback", "SESSION_COOKIE_SECURE": "false",
-        "REDIS_URL": redis_url, "SECRET_KEY": secrets.token_urlsafe(48), "WEB_CONCURRENCY": WORKERS,
-    }  # fmt: skip
-    subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
-                   env={**os.environ, **env}, cwd=ROOT, check=True)  # fmt: skip
-    app = start_server(started, "app", "wsgi:app", app_port, "api/v1/openapi.json", env)
-    ceiling_port = free_port()
-    ceiling = start_server(started, "ceiling", "bench.ceiling:app", ceiling_port, "", {"WEB_CONCURRENCY": WORKERS})
-    ceiling_url = f"http://127.0.0.1:{ceiling_port}/"
+    load_before = os.getloadavg()
+    bench = Bench(started)
+    ceilings = best_ceiling(started)
+    best_name = max(ceilings, key=lambda name: ceilings[name]["rps"])
+    best = ceilings[best_name]
+    bench.seed(best["rps"], 4 + 2 * OVERHEAD_ROUNDS + (1 if LARGE else 0))
+    for name in bench.routes:
+        bench.route(name, WARMUP_SECONDS, label=f"{name} warm-up")
+    bench.route("poke", WARMUP_SECONDS, bench.plain, bench.plain_url, "poke without metrics warm-up")
 
-    token = oidc_driver.user_tokens(env["OIDC_ISSUER_URL"], env["OIDC_CLIENT_ID"], env["OIDC_REDIRECT_URI"],
-                                    USER, PASSWORD)["access_token"]  # fmt: skip
-    cookie = sign_in(base)
-    routes = {
-        "public_profile": (f"{base}api/v1/users/bob", {}),
-        "own_profile_bearer": (f"{base}api/v1/me/profile", {"Authorization": f"Bearer {token}"}),
-        "own_profile_cookie": (f"{base}api/v1/me/profile", {"Cookie": f"pp_session={cookie}", "X-CSRF": "1"}),
-        "poke": (f"{base}api/v1/pokes", {"Authorization": f"Bearer {token}"}),
-    }
+    oidc_driver.reset_stats(bench.idp_base)
+    measured, same = bench.routes_with_ceilings()
+    with_rps, without_rps = [], []
+    for round_number in range(OVERHEAD_ROUNDS):
+        without_rps.append(
+            bench.route("poke", SECONDS, bench.plain, bench.plain_url, f"poke without metrics {round_number}")["rps"]
+        )
+        with_rps.append(bench.route("poke", SECONDS, label=f"poke with metrics {round_number}")["rps"])
+    idp_requests = idp_total(oidc_driver.stats(bench.idp_base))
 
-    warm = wrk("ceiling warm-up", ceiling, ceiling_url, WARMUP_SECONDS)
-    targets = max(100_000, math.ceil(warm["rps"] * (SECONDS + WARMUP_SECONDS) * 1.5))
-    print(f"seeding {targets} poke targets", flush=True)
-    seed_targets(redis_url, Config(env).REDIS_KEY_PREFIX, targets)
-    next_target = 1
-    for name, (url, headers) in routes.items():
-        figures = wrk(f"{name} warm-up", app, url, WARMUP_SECONDS, headers, next_target if name == "poke" else None)
-        next_target = max(next_target, figures["last_target"] + 1)
-
-    oidc_driver.reset_stats(idp_base)
-    measured = {"ceiling before": wrk("ceiling before", ceiling, ceiling_url, SECONDS)}
-    for name, (url, headers) in routes.items():
-        measured[name] = wrk(name, app, url, SECONDS, headers, next_target if name == "poke" else None)
-    measured["ceiling after"] = wrk("ceiling after", ceiling, ceiling_url, SECONDS)
-    idp_requests = idp_total(oidc_driver.stats(idp_base))
-    if measured["poke"]["last_target"] > targets:
-        raise BenchFailed(f"poke ran past the {targets} seeded targets")
-
-    ceilings = [summary(measured["ceiling before"]), summary(measured["ceiling after"])]
-    ceiling_rps = (measured["ceiling before"]["rps"] + measured["ceiling after"]["rps"]) / 2
     results = {
-        "ceiling": {field: round((ceilings[0][field] + ceilings[1][field]) / 2, 3) for field in ceilings[0]},
-        "routes": {name: summary(measured[name], ceiling_rps) for name in routes},
+        "shipped_config": bench.shipped,
+        "best_ceiling": {"config": best_name, **summary(best)},
+        "ceilings": {name: summary(figures) for name, figures in ceilings.items()},
+        "same_config_ceiling": summary(same),
+        "routes": {name: summary(figures, best["rps"], same["rps"]) for name, figures in measured.items()},
         "idp_requests": idp_requests,
+        "metrics_overhead": {
+            "with_rps": round(sum(with_rps) / len(with_rps), 1),
+            "without_rps": round(sum(without_rps) / len(without_rps), 1),
+            "overhead": round(1 - sum(with_rps) / sum(without_rps), 4),
+        },
     }
+    missed = [name for name, row in results["routes"].items()
+              if row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"]]  # fmt: skip
+    results["profiles"] = []
+    for name in missed:
+        url, headers = bench.routes[name]
+        poke_from = bench.next_target if name == "poke" else None
+        figures = profile_route(name, bench.app, url, SECONDS, RESULTS, headers, poke_from)
+        if poke_from is not None:
+            bench.next_target = figures["last_target"] + 1
+        results["profiles"].append(f"profile-{name}.txt")
+    if LARGE:
+        results["large"] = measure_large(bench, results)
     machine = (
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, gunicorn {CONF['worker_class']} "
-        f"{WORKERS} workers, {CONF['threads']} threads each (production config), "
-        f"`wrk -t{WRK_THREADS} -c{CONNECTIONS} -d{SECONDS}s`, BENCH_SECONDS={SECONDS}, all on the same cores."
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load average "
+        f"{load_before[0]:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (other work shares the cores); "
+        f"`wrk -t{WRK_THREADS} -c{CONNECTIONS} -d{SECONDS}s`, all on the same cores."
     )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
-    report = markdown(results, ceilings, {name: figures["split"] for name, figures in measured.items()}, machine)
-    (RESULTS / "latest.md").write_text(report)
+    name = "large" if LARGE else "latest"
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    report = markdown(results, {n: f["split"] for n, f in measured.items()}, machine)
+    (RESULTS / f"{name}.md").write_text(report)
     print(report)
+
+
+def measure_large(bench: Bench, results: dict) -> dict:
+    """Preload the large data set, then the routes again; each route's drift in same-config ratio."""
+    client = redis.Redis.from_url(bench.redis_url)
+    started = time.monotonic()
+    sizes = preload(client, Config(bench.env).REDIS_KEY_PREFIX)
+    seconds = time.monotonic() - started
+    client.close()
+    oidc_driver.reset_stats(bench.idp_base)
+    measured, same = bench.routes_with_ceilings("large: ")
+    if idp_total(oidc_driver.stats(bench.idp_base)):
+        raise BenchFailed("the identity provider was called during the large-data windows")
+    routes = {}
+    for name, figures in measured.items():
+        row = summary(figures, results["best_ceiling"]["rps"], same["rps"])
+        row["empty_ratio"] = results["routes"][name]["same_config_ratio"]
+        row["drift"] = round(row["same_config_ratio"] / row["empty_ratio"] - 1, 4)
+        routes[name] = row
+    return {
+        "preload_seconds": round(seconds, 1),
+        "sizes": sizes,
+        "same_config_ceiling": summary(same),
+        "routes": routes,
+    }
 
 
 def main() -> int:

@@ -225,6 +225,12 @@ def reset_stats(idp_base: str) -> None:
     requests.post(idp_base.rstrip("/") + "/__dev/stats/reset", timeout=TIMEOUT).raise_for_status()
 
 
+def delay_token_endpoint(idp_base: str, milliseconds: int) -> None:
+    """Makes the IdP hold every token-endpoint request `milliseconds` before answering (0: off)."""
+    url = idp_base.rstrip("/") + "/__dev/delay"
+    requests.post(url, params={"ms": milliseconds}, timeout=TIMEOUT).raise_for_status()
+
+
 def rotate_keys(idp_base: str, keep_old: bool) -> str:
     """Makes the IdP sign with a new key (keeping the old ones in the JWKS or not); returns its kid."""
     resp = requests.post(

@@ -25,6 +25,8 @@
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
 //   POST /__dev/stats/reset    zero the counters
 //   POST /__dev/rotate-keys    new signing key; keep_old=1 (query or body) keeps the old keys in the JWKS
+//   POST /__dev/delay          ms=N (query): hold every token-endpoint request N ms before answering
+//                              (0 turns it off); for tests of a hanging provider
 //
 // On listening it prints `dev-idp ready issuer=<issuer>`; SIGTERM/SIGINT stop it with exit code 0.
 
@@ -445,6 +447,7 @@ function emptyStats() {
 }
 
 let stats = emptyStats();
+let tokenDelayMs = 0;
 
 // ---------------------------------------------------------------------------- HTTP layer
 
@@ -493,6 +496,14 @@ async function devApi(req, res, path, query) {
   if (req.method === 'POST' && path === '/__dev/stats/reset') {
     stats = emptyStats();
     return sendJson(res, 200, stats);
+  }
+  if (req.method === 'POST' && path === '/__dev/delay') {
+    const ms = Number(query.get('ms'));
+    if (!Number.isInteger(ms) || ms < 0 || ms > 60_000) {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: 'ms must be 0..60000' });
+    }
+    tokenDelayMs = ms;
+    return sendJson(res, 200, { token_delay_ms: ms });
   }
   if (req.method === 'POST' && path === '/__dev/rotate-keys') {
     const raw = (await readBody(req)).toString('utf8').trim();
@@ -562,6 +573,7 @@ async function handle(req, res) {
       const params = new URLSearchParams((await readBody(req)).toString('utf8'));
       const grantType = params.get('grant_type');
       if (GRANT_TYPES.includes(grantType)) stats.token[grantType] += 1;
+      if (tokenDelayMs) await new Promise((resolve) => { setTimeout(resolve, tokenDelayMs); });
       // Like Keycloak: client credentials without `scope` get the client's API scopes (the
       // provider intersects this with the client's resource scopes).
       if (grantType === 'client_credentials' && !params.get('scope')) params.set('scope', ALL_API_SCOPES);

@@ -187,14 +187,14 @@ class LiveApp:
     log_path: object
 
 
-def start_live_app(env: dict, port: int, workdir) -> tuple:
+def start_live_app(env: dict, port: int, workdir, workers: int | None = 2) -> tuple:
     """The app under gunicorn on `port` with `env`, demo users imported by the real CLI."""
     subprocess.run(
         [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", str(DEMO_USERS)],
         env={**os.environ, **env}, cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
     log_path = workdir / f"app-{port}.log"
-    server = start_gunicorn(port, env=env, log_path=log_path)
+    server = start_gunicorn(port, env=env, log_path=log_path, workers=workers)
     return server, LiveApp(f"http://127.0.0.1:{port}", env, log_path)
 
 

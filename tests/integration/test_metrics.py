@@ -67,11 +67,23 @@ def test_every_counter_moves_with_real_traffic_and_no_label_names_a_user_token_o
     text, after = scrape(live.url, token)
 
     moved = {
-        "public 200": ("pp_http_requests_total", {"route": "/api/v1/users/<path:username>", "status": "200"}),
-        "public 404": ("pp_http_requests_total", {"route": "/api/v1/users/<path:username>", "status": "404"}),
-        "no route": ("pp_http_requests_total", {"route": "unmatched", "method": "GET", "status": "404"}),
+        "public 200": (
+            "pp_http_request_duration_seconds_count",
+            {"route": "/api/v1/users/<path:username>", "status": "200"},
+        ),
+        "public 404": (
+            "pp_http_request_duration_seconds_count",
+            {"route": "/api/v1/users/<path:username>", "status": "404"},
+        ),
+        "no route": (
+            "pp_http_request_duration_seconds_count",
+            {"route": "unmatched", "method": "GET", "status": "404"},
+        ),
         "own profile": ("pp_http_request_duration_seconds_count", {"route": "/api/v1/me/profile", "status": "200"}),
-        "poke route": ("pp_http_requests_total", {"route": "/api/v1/pokes", "method": "POST", "status": "400"}),
+        "poke route": (
+            "pp_http_request_duration_seconds_count",
+            {"route": "/api/v1/pokes", "method": "POST", "status": "400"},
+        ),
         "poked": ("pp_pokes_total", {"outcome": "poked"}),
         "cooldown": ("pp_pokes_total", {"outcome": "cooldown"}),
         "unknown target": ("pp_pokes_total", {"outcome": "unknown_target"}),
@@ -94,7 +106,7 @@ def test_an_unknown_method_is_labelled_other(metered):
     live, token = metered
     requests.request("BREW", f"{live.url}/api/v1/users/bob", timeout=10)
     text, samples = scrape(live.url, token)
-    assert value(samples, "pp_http_requests_total", method="other") >= 1
+    assert value(samples, "pp_http_request_duration_seconds_count", method="other") >= 1
     assert "BREW" not in text
 
 
@@ -125,4 +137,7 @@ def test_redis_errors_are_counted(metered, workdir):
     finally:
         server.stop()
     assert value(samples, "pp_redis_errors_total", error="ConnectionError") >= 1
-    assert value(samples, "pp_http_requests_total", route="/api/v1/users/<path:username>", status="503") == 1
+    assert (
+        value(samples, "pp_http_request_duration_seconds_count", route="/api/v1/users/<path:username>", status="503")
+        == 1
+    )

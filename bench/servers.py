@@ -1,0 +1,95 @@
+"""What `make bench` drives and how: gunicorn servers under candidate configs, wrk runs, summaries."""
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+from dev.services import ROOT, Process
+
+BENCH = ROOT / "bench"
+STATE = ROOT / ".dev" / "bench"
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
+WRK_THREADS = 2
+WARMUP_SECONDS = 2
+# Every config the best ceiling is sought among: gunicorn options over gunicorn.conf.py's settings.
+CANDIDATES = {
+    **{f"sync {n}": ["--worker-class", "sync", "--workers", str(n)] for n in (2, 3, 4, 5)},
+    "gthread 3x2": ["--worker-class", "gthread", "--workers", "3", "--threads", "2"],
+    "gthread 2x4": ["--worker-class", "gthread", "--workers", "2", "--threads", "4"],
+    "gthread 3x8": ["--worker-class", "gthread", "--workers", "3", "--threads", "8"],
+    "gevent 2": ["--worker-class", "gevent", "--workers", "2"],
+    "gevent 3": ["--worker-class", "gevent", "--workers", "3"],
+    "gevent 4": ["--worker-class", "gevent", "--workers", "4"],
+}
+
+
+class BenchFailed(RuntimeError):
+    """A run produced errors, so its figures mean nothing."""
+
+
+def shipped_config() -> tuple[str, list[str]]:
+    """The name and gunicorn options of the config gunicorn.conf.py ships, WEB_CONCURRENCY included."""
+    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    kind, workers, threads = conf["worker_class"], conf["workers"], conf["threads"]
+    name = f"{kind} {workers}x{threads}" if kind == "gthread" else f"{kind} {workers}"
+    return name, ["--worker-class", kind, "--workers", str(workers), "--threads", str(threads)]
+
+
+def start_server(started: list, name: str, app: str, port: int, ready_path: str, env: dict, options: list) -> Process:
+    """`app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`, returned once it answers."""
+    argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
+            "--bind", f"127.0.0.1:{port}", *options, app]  # fmt: skip
+    process = Process(name, argv, log_path=STATE / f"{name.replace(' ', '-')}.log", env=env)
+    started.append(process)
+    process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/{ready_path}", timeout=1).ok)
+    return process
+
+
+def worker_pids(server: Process) -> list[int]:
+    """The process ids of `server`'s gunicorn workers (Linux /proc)."""
+    return [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+
+
+def worker_seconds(server: Process) -> dict[int, float]:
+    """CPU seconds used so far by each gunicorn worker of `server`, by process id."""
+    stats = {pid: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() for pid in worker_pids(server)}
+    return {pid: (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") for pid, fields in stats.items()}
+
+
+def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_from: int | None = None) -> dict:
+    """Drive `url` with wrk for `seconds`; BenchFailed on any non-2xx response or socket error. Also
+    returns how the server's CPU time split over its workers (`split`, in %)."""
+    argv = ["wrk", f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", str(BENCH / "wrk.lua")]
+    for header, value in (headers or {}).items():
+        argv += ["-H", f"{header}: {value}"]
+    argv.append(url)
+    if poke_from is not None:
+        argv += ["--", str(poke_from), str(WRK_THREADS)]
+    before = worker_seconds(server)
+    output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    used = [cpu - before.get(pid, 0) for pid, cpu in worker_seconds(server).items()]
+    figures = json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
+    if figures["non_2xx"] or figures["socket_errors"]:
+        raise BenchFailed(f"{name}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
+                          f"{figures['socket_errors']} socket errors:\n{output}")  # fmt: skip
+    figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    figures["split"] = "/".join(f"{100 * part / (sum(used) or 1):.0f}" for part in sorted(used, reverse=True))
+    print(f"{name}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
+          f"p99 {figures['p99_us'] / 1000:.2f} ms, worker CPU split {figures['split']} %", flush=True)  # fmt: skip
+    return figures
+
+
+def summary(figures: dict, ceiling_rps: float | None = None, same_config_rps: float | None = None) -> dict:
+    """req/s, p50 and p99 in ms, and the ratios to the best and the same-config ceiling when given."""
+    result = {"rps": round(figures["rps"], 1), "p50_ms": figures["p50_us"] / 1000, "p99_ms": figures["p99_us"] / 1000}
+    if ceiling_rps:
+        result["ratio"] = round(figures["rps"] / ceiling_rps, 3)
+    if same_config_rps:
+        result["same_config_ratio"] = round(figures["rps"] / same_config_rps, 3)
+    return result
