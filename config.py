@@ -4,6 +4,8 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from limits import parse_many
+
 DEFAULT_SCOPES = "openid svc:profile.private svc:interact.poke"
 
 
@@ -28,6 +30,14 @@ def _number(value: str, name: str, kind=int):
     if number < 0:
         raise ConfigError(f"{name} must not be negative")
     return number
+
+
+def _rate_limit(value: str, name: str) -> str:
+    try:
+        parse_many(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a rate limit such as '20 per minute', not {value!r}") from None
+    return value
 
 
 def _base_url(url: str) -> str:
@@ -71,6 +81,8 @@ class Config:
         self.SESSION_IDLE_TIMEOUT = self._number("SESSION_IDLE_TIMEOUT", "1800")
         self.SESSION_MAX_AGE = self._number("SESSION_MAX_AGE", "28800")
         self.LOGIN_STATE_TTL = min(self._number("LOGIN_STATE_TTL", "600"), 600)
+        self.RATE_LIMIT_LOGIN = _rate_limit(env.get("RATE_LIMIT_LOGIN") or "30 per minute", "RATE_LIMIT_LOGIN")
+        self.RATE_LIMIT_EXCHANGE = _rate_limit(env.get("RATE_LIMIT_EXCHANGE") or "10 per minute", "RATE_LIMIT_EXCHANGE")
 
         # Redis
         self.REDIS_URL = env.get("REDIS_URL") or "redis://localhost:6379/0"

@@ -14,7 +14,7 @@ from .auth.session_tokens import SessionTokens
 from .auth.sessions import BffSessionInterface
 from .cli import users_cli
 from .errors import register_error_handlers
-from .extensions import Services, make_redis
+from .extensions import Services, init_limiter, make_redis
 from .health import bp as health_bp
 from .logs import configure_logging
 from .metrics import init_metrics
@@ -82,6 +82,9 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         ),
     )
     app.session_interface = BffSessionInterface(app, redis, store.keys, config.SECRET_KEY)
+    init_limiter(
+        app, redis, url=config.REDIS_URL, prefix=config.REDIS_KEY_PREFIX, socket_timeout=config.REDIS_SOCKET_TIMEOUT
+    )
 
 
 def register_blueprints(app: Flask) -> None:

@@ -4,6 +4,7 @@ import logging
 
 import redis
 from flask import Flask, jsonify, render_template, request
+from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
 from .metrics import count_redis_error
@@ -141,10 +142,32 @@ REDIS_DOWN = (
 )
 
 
+def is_out_of_memory(error: BaseException) -> bool:
+    """Redis refusing a write under `maxmemory` (`-OOM`, also when it comes back from a script)."""
+    return isinstance(error, redis.exceptions.OutOfMemoryError) or (
+        isinstance(error, redis.ResponseError) and "OOM command not allowed" in str(error)
+    )
+
+
 def handle_redis_down(error: Exception):
     count_redis_error(error)
     log.warning("redis unavailable: %s", type(error).__name__)
     return _unavailable("the service's storage is unavailable")
+
+
+def handle_redis_refusal(error: redis.ResponseError):
+    if is_out_of_memory(error):
+        log.warning("redis refused a write: out of memory")
+        return _unavailable("the service's storage is full; try again later")
+    return handle_unexpected(error)
+
+
+def handle_rate_limited(error: RateLimitExceeded):
+    # Flask-Limiter adds Retry-After (and the X-RateLimit-* headers) to this response afterwards.
+    message = "too many requests from this address; try again later"
+    if _wants_page():
+        return render_template("auth_error.html", message=message), 429
+    return _envelope(429, "too_many_requests", message)
 
 
 def handle_provider_down(error: ProviderUnavailable):
@@ -162,6 +185,8 @@ def handle_http_error(error: HTTPException):
     # A failure while Flask-Session opens or saves a session arrives wrapped in a 500.
     if isinstance(getattr(error, "original_exception", None), REDIS_DOWN):
         return handle_redis_down(error.original_exception)
+    if is_out_of_memory(getattr(error, "original_exception", None)):
+        return handle_redis_refusal(error.original_exception)
     if not request.path.startswith((API_PREFIX, AUTH_PREFIX)):
         return error
     if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:
@@ -186,6 +211,8 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(LoginFailed, handle_login_failed)
     for exception in REDIS_DOWN:
         app.register_error_handler(exception, handle_redis_down)
+    app.register_error_handler(redis.ResponseError, handle_redis_refusal)
     app.register_error_handler(ProviderUnavailable, handle_provider_down)
+    app.register_error_handler(RateLimitExceeded, handle_rate_limited)
     app.register_error_handler(HTTPException, handle_http_error)
     app.register_error_handler(Exception, handle_unexpected)

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import redis
-from flask import current_app
+from flask import Flask, current_app
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
@@ -31,6 +33,9 @@ class Services:
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
 
+# Per client address (ProxyFix has already put the real one in remote_addr when PROXY_HOPS is set).
+limiter = Limiter(get_remote_address, headers_enabled=True, strategy="fixed-window")
+
 
 def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
     """A redis-py client for `url` (a cluster client for `redis+cluster://host:port[,host:port]`)
@@ -52,6 +57,20 @@ def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
         retry=Retry(NoBackoff(), retries=1),
         **options,
     )
+
+
+def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float) -> None:
+    """Bind the rate limiter to the same Redis as everything else, its keys under `prefix`."""
+    options = {"key_prefix": f"{prefix}limits"}
+    parts = urlsplit(url)
+    if parts.scheme in CLUSTER_SCHEMES:
+        uri = f"redis+cluster://{parts.netloc}"
+        options.update(ssl=CLUSTER_SCHEMES[parts.scheme], socket_timeout=socket_timeout)
+    else:
+        uri = "redis://"  # the app's own connection pool is handed over below
+        options["connection_pool"] = client.connection_pool
+    app.config.update(RATELIMIT_STORAGE_URI=uri, RATELIMIT_STORAGE_OPTIONS=options)
+    limiter.init_app(app)
 
 
 def services() -> Services:

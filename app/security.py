@@ -9,6 +9,7 @@ from flask import Flask, request
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
 PRIVATE_PREFIXES = (f"{AUTH_PREFIX}/", f"{API_PREFIX}/")
+HSTS = "max-age=63072000; includeSubDomains"
 # Cookie-authenticated calls that read or change state must carry this header with the value 1:
 # a cross-site page cannot set it without a CORS preflight, which this app never grants.
 CSRF_HEADER = "X-CSRF"
@@ -37,6 +38,8 @@ def register_security_headers(app: Flask) -> None:
         ("Referrer-Policy", "no-referrer"),
         ("X-Frame-Options", "DENY"),
     ]
+    if app.config["SESSION_COOKIE_SECURE"]:  # served over HTTPS only, so browsers may insist on it
+        fixed.append(("Strict-Transport-Security", HSTS))
 
     def add_security_headers(response):
         headers = response.headers

@@ -17,6 +17,9 @@ from ..extensions import services
 from ..store.profiles import NoProfile, SubjectClash
 
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
+MAX_RETURN_TO = 512
+# "<browser tag>.<random>": the tag puts a browser's pending sign-ins in one Redis Cluster slot.
+STATE = re.compile(r"[0-9a-f]{16}\.[A-Za-z0-9_-]{43}")
 MAX_DESCRIPTION = 300
 MAX_ERROR_CODE = 64
 ERROR_CODE = re.compile(r"[^A-Za-z0-9_.-]")  # RFC 6749 error codes are plain ASCII words
@@ -26,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def safe_return_to(value) -> str:
     """`value` when it is a path on this origin, else `/`: no open redirects."""
-    if not isinstance(value, str) or not SAFE_PATH.fullmatch(value):
+    if not isinstance(value, str) or len(value) > MAX_RETURN_TO or not SAFE_PATH.fullmatch(value):
         return "/"
     parts = urlsplit(value)
     return "/" if parts.scheme or parts.netloc else value
@@ -40,7 +43,8 @@ def new_login_binding() -> str:
 def begin_login(*, return_to: str, binding: str) -> str:
     """Remember a new pending sign-in and return the provider URL that starts it."""
     config = current_app.config
-    state, nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(64)
+    state = f"{_digest('browser:' + binding)[:16]}.{secrets.token_urlsafe(32)}"
+    nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(64)
     url = services().login_client.authorization_url(
         redirect_uri=config["OIDC_REDIRECT_URI"], state=state, nonce=nonce, verifier=verifier
     )
@@ -58,17 +62,20 @@ def begin_login(*, return_to: str, binding: str) -> str:
 def finish_login(args, binding: str | None) -> str:
     """Complete a sign-in from the provider's redirect; return where the browser goes next."""
     state = args.get("state")
-    pending = services().store.logins.take(state) if state else None
+    pending = services().store.logins.take(state) if state and STATE.fullmatch(state) else None
+    ours = pending is not None and bool(binding) and hmac.compare_digest(_digest(binding), pending["binding"])
+    if "error" in args and not ours:
+        # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
+        raise LoginFailed("the sign-in did not complete; please sign in again")
+    if pending is None:
+        raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
+    if not ours:
+        raise LoginFailed("this sign-in was started in another browser; please sign in again")
+    _check_response_issuer(args.get("iss"))
     if "error" in args:
         error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
         description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
         raise LoginFailed(f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "))
-    if pending is None:
-        raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
-    if not binding or not hmac.compare_digest(_digest(binding), pending["binding"]):
-        raise LoginFailed("this sign-in was started in another browser; please sign in again")
-    if args.get("iss") is not None and args["iss"] != services().provider.issuer:
-        raise LoginFailed("the sign-in response came from another issuer")
     if not args.get("code"):
         raise LoginFailed("the sign-in response has no code")
     response = services().login_client.exchange(
@@ -76,6 +83,16 @@ def finish_login(args, binding: str | None) -> str:
     )
     establish_session(response, nonce=pending["nonce"])
     return pending["return_to"]
+
+
+def _check_response_issuer(iss) -> None:
+    """RFC 9207: `iss` must name our issuer when sent, and must be sent when discovery promises it."""
+    provider = services().provider
+    promised = provider.metadata().get("authorization_response_iss_parameter_supported") is True
+    if iss is None and promised:
+        raise LoginFailed("the sign-in response has no iss, which the identity provider promises")
+    if iss is not None and iss != provider.issuer:
+        raise LoginFailed("the sign-in response came from another issuer")
 
 
 def exchange_code(*, code: str, code_verifier: str, redirect_uri: str, nonce: str | None) -> None:

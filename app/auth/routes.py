@@ -6,6 +6,7 @@ from marshmallow import ValidationError
 from ..errors import Forbidden, LoginFailed
 from ..prefixes import AUTH_PREFIX
 from ..security import CSRF_HEADER, sent_csrf_header
+from ..extensions import limiter
 from .flow import (
     begin_login,
     exchange_code,
@@ -21,6 +22,7 @@ bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 
 
 @bp.get("/login")
+@limiter.limit(lambda: current_app.config["RATE_LIMIT_LOGIN"])
 def login():
     config = current_app.config
     binding = request.cookies.get(config["LOGIN_COOKIE_NAME"]) or new_login_binding()
@@ -45,10 +47,14 @@ def callback():
 
 
 @bp.post("/exchange")
+@limiter.limit(lambda: current_app.config["RATE_LIMIT_EXCHANGE"])
 def exchange():
     if not sent_csrf_header(request.headers):
         raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:  # the JSON parser gives up on deep nesting with this, not a ValueError
+        raise LoginFailed("invalid exchange request: JSON nested too deeply", code="invalid_request") from None
     try:
         fields = ExchangeRequestSchema().load(body if isinstance(body, dict) else {})
     except ValidationError as error:

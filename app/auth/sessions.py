@@ -6,19 +6,42 @@ Nothing that can change during a session lives in the session dict: tokens have 
 
 import hashlib
 import hmac
+import logging
 import time
 from datetime import timedelta
 
+import msgspec
 from flask import Flask, Request
-from flask_session.base import ServerSideSessionInterface
+from flask_session.base import Serializer, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 
 from ..prefixes import AUTH_PREFIX
+
+log = logging.getLogger(__name__)
 
 
 def session_ref(secret: str, sid: str) -> str:
     """The name a session has in Redis: not the cookie itself, so read access to Redis is not a login."""
     return hmac.new(secret.encode(), sid.encode(), hashlib.sha256).hexdigest()
+
+
+class MsgpackOnly(Serializer):
+    """msgpack maps and nothing else: Flask-Session's own serializer falls back to pickle.loads, so
+    whoever could write a session key could run code here. Anything else reads as no session."""
+
+    def __init__(self):
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(dict)
+
+    def encode(self, session) -> bytes:
+        return self._encoder.encode(dict(session))
+
+    def decode(self, serialized_data: bytes) -> dict | None:
+        try:
+            return self._decoder.decode(serialized_data)
+        except msgspec.DecodeError:
+            log.warning("refused a session record that is not a msgpack map")
+            return None
 
 
 class BffSessionInterface(RedisSessionInterface):
@@ -28,6 +51,7 @@ class BffSessionInterface(RedisSessionInterface):
         # RedisSessionInterface refuses clients that are not redis.Redis (a cluster client is not).
         ServerSideSessionInterface.__init__(self, app, key_prefix="", use_signer=False, permanent=False, sid_length=32)
         self.client = client
+        self.serializer = MsgpackOnly()
         self._keys = keys
         self._secret = secret
 

@@ -1,7 +1,8 @@
 """Every Redis key the service uses, built here and only here, under a configurable prefix.
 
-Each command touches exactly one of these keys, so a Redis Cluster can serve any of them; the one
-script that reads two (a poke) finds both in one slot through the `{target}` hash tag.
+Each command touches exactly one of these keys, so a Redis Cluster can serve any of them; the
+scripts that touch several (a poke, a browser's pending sign-ins) find them in one slot through a
+hash tag (`{target}`, `{browser tag}`).
 """
 
 
@@ -21,7 +22,11 @@ class Keys:
         return f"{self.prefix}cooldown:{{{target}}}:{poker}"
 
     def pending_login(self, state: str) -> str:
-        return f"{self.prefix}login:{state}"
+        # A state is "<browser tag>.<random>": its key shares the browser's hash tag (see logins).
+        return f"{self.prefix}login:{{{state.partition('.')[0]}}}:{state}"
+
+    def pending_logins_of(self, browser_tag: str) -> str:
+        return f"{self.prefix}logins:{{{browser_tag}}}"
 
     def session(self, session_ref: str) -> str:
         return f"{self.prefix}session:{session_ref}"

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from app.store.keys import Keys
 from dev import oidc_driver
 from dev.services import free_port
 from tests.integration.conftest import PASSWORD, integration_env, start_live_app, start_own_idp
@@ -28,7 +29,7 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
         http = requests.Session()
         authorize = http.get(f"{base}/auth/login", allow_redirects=False, timeout=10).headers["Location"]
         state = parse_qs(urlsplit(authorize).query)["state"][0]
-        pending = json.loads(redis.get(f"{env['REDIS_KEY_PREFIX']}login:{state}"))
+        pending = json.loads(redis.get(Keys(env["REDIS_KEY_PREFIX"]).pending_login(state)))
         callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
         secrets_seen += [pending["verifier"], parse_qs(urlsplit(callback).query)["code"][0], state]
         assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
