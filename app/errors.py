@@ -1,12 +1,14 @@
 """Exceptions of the domain, and the one place that turns each into the contract's body and headers."""
 
 import logging
+import time
 
 import redis
 from flask import Flask, jsonify, render_template, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
+from .extensions import limiter
 from .metrics import count_redis_error
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
@@ -145,7 +147,7 @@ REDIS_DOWN = (
 def is_out_of_memory(error: BaseException) -> bool:
     """Redis refusing a write under `maxmemory` (`-OOM`, also when it comes back from a script)."""
     return isinstance(error, redis.exceptions.OutOfMemoryError) or (
-        isinstance(error, redis.ResponseError) and "OOM command not allowed" in str(error)
+        isinstance(error, redis.ResponseError) and "command not allowed when used memory" in str(error)
     )
 
 
@@ -163,11 +165,12 @@ def handle_redis_refusal(error: redis.ResponseError):
 
 
 def handle_rate_limited(error: RateLimitExceeded):
-    # Flask-Limiter adds Retry-After (and the X-RateLimit-* headers) to this response afterwards.
     message = "too many requests from this address; try again later"
+    breached = limiter.current_limit
+    headers = {"Retry-After": str(max(1, int(breached.reset_at - time.time())) if breached else 60)}
     if _wants_page():
-        return render_template("auth_error.html", message=message), 429
-    return _envelope(429, "too_many_requests", message)
+        return render_template("auth_error.html", message=message), 429, headers
+    return _envelope(429, "too_many_requests", message, headers)
 
 
 def handle_provider_down(error: ProviderUnavailable):

@@ -34,7 +34,7 @@ class Services:
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
 
 # Per client address (ProxyFix has already put the real one in remote_addr when PROXY_HOPS is set).
-limiter = Limiter(get_remote_address, headers_enabled=True, strategy="fixed-window")
+limiter = Limiter(get_remote_address, strategy="fixed-window")
 
 
 def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
