@@ -2,6 +2,7 @@
 or REDIS_URL names one), the dev identity provider (oidc-provider) and, for the suites that need a
 real HTTP server, the app under gunicorn."""
 
+import json
 import os
 import secrets
 import subprocess
@@ -14,7 +15,9 @@ import pytest
 import requests
 
 from app import create_app
+from app.auth.sessions import session_ref
 from app.extensions import make_redis
+from app.store.keys import Keys
 from config import Config
 from dev import oidc_driver
 from dev.services import (
@@ -246,3 +249,11 @@ def signed_in_client(app, username: str, http: requests.Session | None = None):
 def cookie_value(client, name: str) -> str | None:
     cookie = client.get_cookie(name)
     return cookie.value if cookie else None
+
+
+def stored_session_tokens(app, client) -> dict | None:
+    """The token set the app keeps in Redis for the session of an in-process `client`."""
+    cookie = cookie_value(client, app.config["SESSION_COOKIE_NAME"])
+    redis = app.extensions["profile_poke"].store.redis
+    raw = redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).token_set(session_ref(app.config["SECRET_KEY"], cookie)))
+    return json.loads(raw) if raw else None
