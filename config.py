@@ -73,6 +73,7 @@ class Config:
         self.SECRET_KEY = self._required("SECRET_KEY")
         if len(self.SECRET_KEY) < 32:
             raise ConfigError("SECRET_KEY must be at least 32 characters of random text")
+        self.SECRET_KEY_FALLBACKS = self._list("SECRET_KEY_FALLBACKS")
         self.SESSION_COOKIE_SECURE = _flag(env.get("SESSION_COOKIE_SECURE", "true"), "SESSION_COOKIE_SECURE")
         self.SESSION_COOKIE_NAME = "__Host-session" if self.SESSION_COOKIE_SECURE else "pp_session"
         self.LOGIN_COOKIE_NAME = "__Host-login" if self.SESSION_COOKIE_SECURE else "pp_login"

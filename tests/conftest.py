@@ -26,6 +26,9 @@ def app_env(issuer: str, **overrides) -> dict:
         "SESSION_COOKIE_SECURE": "false",
         "REDIS_KEY_PREFIX": f"test-{secrets.token_hex(4)}:",
         "LOG_LEVEL": "WARNING",
+        # Many tests sign in from 127.0.0.1 within a minute; the limits have tests of their own.
+        "RATE_LIMIT_LOGIN": "10000 per minute",
+        "RATE_LIMIT_EXCHANGE": "10000 per minute",
     }
     env.update({name: str(value) for name, value in overrides.items()})
     return env

@@ -81,3 +81,9 @@ def test_redis_out_of_memory_is_a_503_not_a_500(unit_app, fake_redis, monkeypatc
     assert response.status_code == 503
     assert response.headers["Retry-After"] == "5"
     assert "storage is full" in response.get_data(as_text=True)
+
+
+def test_the_default_rate_limits_are_30_sign_ins_and_10_exchanges_a_minute(stub_issuer):
+    env = {k: v for k, v in app_env(stub_issuer.issuer).items() if not k.startswith("RATE_LIMIT_")}
+    config = Config(env)
+    assert (config.RATE_LIMIT_LOGIN, config.RATE_LIMIT_EXCHANGE) == ("30 per minute", "10 per minute")

@@ -1,0 +1,57 @@
+"""Tokens at rest: AES-GCM under a key derived (HKDF-SHA256) from the session cookie value and
+SECRET_KEY, so the contents of Redis alone (a dump, a replica) yield no token and no session.
+
+The key name a record lives under (an HMAC of the cookie) is bound in as associated data, so a
+sealed value moved to another session's key does not open there. Older keys from
+SECRET_KEY_FALLBACKS still open records; the caller re-seals those under the current key.
+"""
+
+import base64
+import secrets
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+VERSION = "v1"
+NONCE_BYTES = 12
+INFO = b"profile-poke session tokens v1"
+
+
+class Unsealable(Exception):
+    """A sealed value that no current or fallback key opens (or that is not a sealed value at all)."""
+
+
+def _key(cookie: str, secret: str) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=secret.encode(), info=INFO).derive(cookie.encode())
+
+
+class Sealer:
+    """Seals and opens values for one session cookie, under SECRET_KEY and its fallbacks."""
+
+    def __init__(self, secret: str, fallbacks: list[str]):
+        self._secrets = [secret, *fallbacks]
+
+    def seal(self, cookie: str, ref: str, plaintext: bytes) -> str:
+        """`plaintext` encrypted for the session `cookie` whose Redis name is `ref`."""
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        sealed = AESGCM(_key(cookie, self._secrets[0])).encrypt(nonce, plaintext, ref.encode())
+        return f"{VERSION}.{base64.urlsafe_b64encode(nonce + sealed).decode()}"
+
+    def open(self, cookie: str, ref: str, value) -> tuple[bytes, bool]:
+        """The plaintext, and whether it was sealed under an older key (seal it again); Unsealable
+        when no key opens it."""
+        if not isinstance(value, str) or not value.startswith(f"{VERSION}."):
+            raise Unsealable("not a sealed value")
+        try:
+            raw = base64.urlsafe_b64decode(value[len(VERSION) + 1 :])
+        except ValueError:
+            raise Unsealable("not base64") from None
+        nonce, sealed = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
+        for index, secret in enumerate(self._secrets):
+            try:
+                return AESGCM(_key(cookie, secret)).decrypt(nonce, sealed, ref.encode()), index > 0
+            except InvalidTag:
+                continue
+        raise Unsealable("no key opens it")

@@ -1,0 +1,79 @@
+"""Measures what 20,000 `GET /auth/login` from one client address leave in Redis (INFO memory
+used_memory before and after) with the rate limiter on, and with it off for a browser that keeps its
+login cookie and for a client that drops it. Run: python -m bench.login_flood. Writes
+bench/results/login-flood.md."""
+
+import secrets
+import tempfile
+from pathlib import Path
+
+from app import create_app
+from app.extensions import make_redis
+from config import Config
+from dev.services import free_port, idp_issuer, start_idp, start_redis
+
+RESULTS = Path(__file__).resolve().parent / "results" / "login-flood.md"
+REQUESTS = 20_000
+CASES = [  # name, RATE_LIMIT_LOGIN, keeps the login cookie
+    ("limiter on (30 per minute), no cookies", "30 per minute", False),
+    ("limiter on (30 per minute), one browser", "30 per minute", True),
+    ("limiter off, one browser (login cookie kept)", "1000000 per minute", True),
+    ("limiter off, no cookies (a new browser each time)", "1000000 per minute", False),
+]
+
+
+def flood(redis_url: str, issuer: str, app_port: int, limit: str, keep_cookie: bool) -> dict:
+    prefix = f"flood-{secrets.token_hex(3)}:"
+    env = {"OIDC_ISSUER_URL": issuer, "OIDC_CLIENT_ID": "profile-poke-web", "REDIS_URL": redis_url,
+           "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback", "SECRET_KEY": secrets.token_urlsafe(32),
+           "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "ERROR", "REDIS_KEY_PREFIX": prefix,
+           "RATE_LIMIT_LOGIN": limit}  # fmt: skip
+    app = create_app(Config(env))
+    redis = make_redis(redis_url, socket_timeout=5)
+    redis.flushall()
+    before = redis.info("memory")["used_memory"]
+    client = app.test_client()
+    statuses: dict[int, int] = {}
+    for _ in range(REQUESTS):
+        if not keep_cookie:
+            client.delete_cookie("pp_login")
+        status = client.get("/auth/login").status_code
+        statuses[status] = statuses.get(status, 0) + 1
+    after = redis.info("memory")["used_memory"]
+    keys = sum(1 for _ in redis.scan_iter(match=f"{prefix}*", count=1000))
+    return {"before": before, "after": after, "keys": keys, "statuses": statuses}
+
+
+def report(results: list[tuple[str, dict]]) -> str:
+    lines = [
+        f"# {REQUESTS:,} `GET /auth/login` from one client address (redis-server, INFO memory used_memory)\n",
+        "| case | answers | keys left | used_memory before | after | growth |", "|---|---|--:|--:|--:|--:|",
+    ]  # fmt: skip
+    for name, r in results:
+        answers = ", ".join(f"{count} x {status}" for status, count in sorted(r["statuses"].items()))
+        growth = r["after"] - r["before"]
+        lines.append(f"| {name} | {answers} | {r['keys']} | {r['before']:,} | {r['after']:,} | {growth:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as workdir:
+        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
+        redis_server = start_redis(redis_port, workdir=Path(workdir))
+        base = f"http://127.0.0.1:{app_port}/"
+        idp = start_idp(idp_port, log_path=Path(workdir) / "idp.log", env={
+            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}auth/callback",
+            "IDP_POST_LOGOUT_REDIRECT_URIS": base})  # fmt: skip
+        try:
+            url = f"redis://127.0.0.1:{redis_port}/0"
+            results = [(name, flood(url, idp_issuer(idp_port), app_port, limit, keep)) for name, limit, keep in CASES]
+        finally:
+            idp.stop()
+            redis_server.stop()
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(report(results))
+    print(RESULTS.read_text())
+
+
+if __name__ == "__main__":
+    main()
