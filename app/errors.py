@@ -159,6 +159,7 @@ def handle_redis_down(error: Exception):
 
 def handle_redis_refusal(error: redis.ResponseError):
     if is_out_of_memory(error):
+        count_redis_error(error)
         log.warning("redis refused a write: out of memory")
         return _unavailable("the service's storage is full; try again later")
     return handle_unexpected(error)
