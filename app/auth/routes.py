@@ -4,9 +4,9 @@ from flask import Blueprint, current_app, redirect, request
 from marshmallow import ValidationError
 
 from ..errors import Forbidden, LoginFailed
+from ..extensions import limiter
 from ..prefixes import AUTH_PREFIX
 from ..security import CSRF_HEADER, sent_csrf_header
-from ..extensions import limiter
 from .flow import (
     begin_login,
     exchange_code,
