@@ -6,11 +6,12 @@ and writes its result only by compare-and-set on the version it read, so even a 
 could never put an older refresh token over a newer one.
 """
 
+import logging
 import secrets
 import time
 from dataclasses import dataclass
 
-from ..errors import ProviderUnavailable, Unauthorized, Unavailable
+from ..errors import LoginFailed, ProviderUnavailable, Unauthorized, Unavailable
 from ..store.profiles import Profile
 from ..store.tokensets import TokenSets
 from .oidc import LoginClient, RefreshRejected
@@ -21,6 +22,8 @@ IDLE_TOUCH_SLACK_MS = 60_000
 WAIT_STEP = 0.05
 SESSION_ENDED = "the session has ended; sign in again"
 SESSION_USERS_CACHED = 100_000
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -176,10 +179,25 @@ class SessionTokens:
             if _still_valid(latest):
                 return latest
             raise
+        if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
+            self._token_sets.end_if_version(ref, latest["v"])
+            raise Unauthorized(SESSION_ENDED)
         updated = _with_response(latest, response, time.time())
         if not self._token_sets.replace(ref, latest["v"], updated):
             return self._stored_after_race(ref)
         return {**updated, "v": latest["v"] + 1}
+
+    def _same_user(self, id_token: str, sub: str) -> bool:
+        """An ID token from a refresh passes the sign-in checks (no nonce) and names the session's user."""
+        try:
+            claims = self._login_client.verify_id_token(id_token, nonce=None)
+        except LoginFailed as refusal:
+            log.warning("refreshed ID token refused, session ended: %s", refusal.message)
+            return False
+        if claims["sub"] != sub:
+            log.warning("refreshed ID token names another subject, session ended")
+            return False
+        return True
 
     def _stored_after_race(self, ref: str) -> dict:
         newer, _ = self._token_sets.load(ref)

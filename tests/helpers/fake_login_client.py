@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 
 from app.auth.oidc import RefreshRejected
-from app.errors import ProviderUnavailable
+from app.errors import LoginFailed, ProviderUnavailable
 
 
 class FakeLoginClient:
@@ -17,6 +17,9 @@ class FakeLoginClient:
         self.refreshed_with: list[str] = []
         self.discover_down = False
         self.refresh_answer: str = "tokens"  # or "invalid_grant", "unavailable"
+        self.id_token_claims: dict | None = None  # set: refreshes carry an ID token with these claims
+        self.id_token_problem: str | None = None  # set: verify_id_token refuses with this reason
+        self.verified: list[tuple[str, str | None]] = []
         self.before_discover: Callable[[], None] | None = None
         self.during_refresh: Callable[[], None] | None = None
         self._numbers = itertools.count(1)
@@ -38,9 +41,16 @@ class FakeLoginClient:
             raise RefreshRejected()
         if self.refresh_answer == "unavailable":
             raise ProviderUnavailable("token endpoint: ConnectionError")
-        return {
+        response = {
             "access_token": f"at-{number}",
             "refresh_token": f"rt-{number}",
             "expires_in": self.expires_in,
             "scope": "openid svc:profile.private",
         }
+        return {**response, "id_token": f"idt-{number}"} if self.id_token_claims is not None else response
+
+    def verify_id_token(self, id_token: str, *, nonce: str | None) -> dict:
+        self.verified.append((id_token, nonce))
+        if self.id_token_problem:
+            raise LoginFailed(f"the ID token was refused: {self.id_token_problem}", status=502)
+        return self.id_token_claims

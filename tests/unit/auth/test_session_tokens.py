@@ -290,3 +290,23 @@ def test_ending_a_session_removes_its_tokens_and_returns_them(tokens, token_sets
     assert tokens.end(SID)["refresh_token"] == "rt-0"
     assert fake_redis.exists(KEYS.token_set(REF), KEYS.session(REF)) == 0
     assert tokens.end(SID) is None
+
+
+def test_an_id_token_from_a_refresh_is_verified_without_a_nonce_and_kept(tokens, token_sets, login_client):
+    login_client.id_token_claims = {"sub": "sub-alice"}
+    sign_in(tokens, expires_in=30)
+    assert tokens.credential_for_cookie(SID).access_token == "at-1"
+    assert login_client.verified == [("idt-1", None)]
+    assert stored(token_sets)["id_token"] == "idt-1"
+
+
+@pytest.mark.parametrize("claims, problem", [({"sub": "sub-mallory"}, None), ({"sub": "sub-alice"}, "wrong issuer")])
+def test_a_refreshed_id_token_for_another_user_or_refused_ends_the_session(
+    tokens, token_sets, login_client, caplog, claims, problem
+):
+    login_client.id_token_claims, login_client.id_token_problem = claims, problem
+    sign_in(tokens, expires_in=30)
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert stored(token_sets) is None
+    assert ("wrong issuer" if problem else "names another subject") in caplog.text
