@@ -5,7 +5,7 @@ import shutil
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.integration.conftest import (  # noqa: F401 - the real Redis, provider and gunicorn app
+from tests.helpers.real_services import (  # noqa: F401 - the real Redis, provider and gunicorn app
     idp,
     live_app,
     redis,

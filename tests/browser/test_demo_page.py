@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.auth.sessions import session_ref
+from tests.helpers.settings import SESSION_COOKIE
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +20,7 @@ def browser_storage(page) -> str:
 
 
 def session_tokens(redis, live_app, page) -> list[str]:
-    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "pp_session")
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == SESSION_COOKIE)
     key = f"{live_app.env['REDIS_KEY_PREFIX']}tokens:{session_ref(live_app.env['SECRET_KEY'], cookie)}"
     record = json.loads(redis.get(key))
     return [record["access_token"], record["refresh_token"], record["id_token"]]
@@ -65,7 +66,7 @@ def test_sign_in_profile_poke_cooldown_and_sign_out(page, live_app, redis):
     expect(page.locator("#status")).to_have_text("Signed out")
     assert page.url == f"{live_app.url}/"
     assert_no_token_in_the_page(page, tokens)
-    assert not any(c["name"] == "pp_session" for c in page.context.cookies())
+    assert not any(c["name"] == SESSION_COOKIE for c in page.context.cookies())
 
 
 def test_an_unknown_user_lookup_shows_the_plain_text_message(page, live_app):

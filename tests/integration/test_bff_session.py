@@ -11,14 +11,11 @@ import pytest
 import requests
 
 from dev import oidc_driver
-from tests.integration.conftest import (
-    PASSWORD,
-    signed_in_client,
-    start_login,
-)
+from tests.helpers.real_services import PASSWORD
+from tests.helpers.settings import CSRF, CSRF_HEADER
+from tests.helpers.signin import signed_in_client, start_login
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def query_of(url: str) -> dict:
@@ -95,7 +92,7 @@ def test_a_form_logout_from_this_origin_is_a_303(app):
         {},
         {"Origin": "https://evil.example"},
         {"Origin": "null"},
-        {"X-CSRF": "0"},
+        {CSRF_HEADER: "0"},
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"},
     ],

@@ -12,14 +12,9 @@ from app import create_app
 from config import Config
 from dev import oidc_driver
 from dev.services import free_port, start_redis
-from tests.integration.conftest import (
-    PASSWORD,
-    callback_path,
-    import_demo_users,
-    integration_env,
-    start_login,
-    start_own_idp,
-)
+from tests.helpers.real_services import PASSWORD, import_demo_users, integration_env, start_own_idp
+from tests.helpers.settings import SESSION_COOKIE
+from tests.helpers.signin import callback_path, start_login
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +43,7 @@ def test_redis_down_is_a_503_within_the_timeout_and_recovery_needs_no_restart(wo
     assert refused.status_code == 503
     ready = client.get("/readyz")
     assert (ready.status_code, ready.json["redis"]) == (503, "unavailable")
-    client.set_cookie("pp_session", "some-session")  # /auth routes open the session before any view runs
+    client.set_cookie(SESSION_COOKIE, "some-session")  # /auth routes open the session before any view runs
     broken = client.get("/auth/session")
     assert (broken.status_code, broken.json["error"]["code"]) == (503, "unavailable")
     assert broken.headers["Cache-Control"] == "no-store"

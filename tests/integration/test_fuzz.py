@@ -10,7 +10,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app import create_app
 from config import Config
-from tests.integration.conftest import _delete_prefix, import_demo_users, integration_env
+from tests.helpers.real_services import delete_prefix, import_demo_users, integration_env
 
 pytestmark = pytest.mark.integration
 FUZZ = settings(
@@ -25,7 +25,7 @@ def fuzz_app(idp, redis_url):
     app = create_app(Config(env))
     import_demo_users(app)
     yield app
-    _delete_prefix(redis_url, env["REDIS_KEY_PREFIX"])
+    delete_prefix(redis_url, env["REDIS_KEY_PREFIX"])
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,10 @@ import pytest
 import requests
 
 from dev.services import start_gunicorn
-from tests.integration.conftest import sign_in
-from tests.integration.test_refresh import stored_tokens, wait_until_refresh_is_due
+from tests.helpers.settings import CSRF
+from tests.helpers.signin import sign_in, stored_tokens, wait_until_refresh_is_due
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import requests
 from app.store.keys import Keys
 from dev import oidc_driver
 from dev.services import free_port
-from tests.integration.conftest import PASSWORD, integration_env, start_live_app, start_own_idp
-from tests.integration.test_refresh import stored_tokens
+from tests.helpers.real_services import PASSWORD, integration_env, start_live_app, start_own_idp
+from tests.helpers.settings import CSRF
+from tests.helpers.signin import stored_tokens
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):

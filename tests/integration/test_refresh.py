@@ -1,7 +1,6 @@
 """Session token refresh under gunicorn (2 workers x 4 threads) with 62-second access tokens:
 rotation, one refresh per session under concurrency, invalid_grant, and a provider outage."""
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,32 +11,18 @@ from app import create_app
 from app.auth.sessions import session_ref
 from config import Config
 from dev import oidc_driver
-from tests.integration.conftest import (
-    PASSWORD,
+from tests.helpers.real_services import PASSWORD, import_demo_users, integration_env, start_own_idp
+from tests.helpers.settings import CSRF, SESSION_COOKIE
+from tests.helpers.signin import (
     callback_path,
-    import_demo_users,
-    integration_env,
     sign_in,
     start_login,
-    start_own_idp,
+    stored_tokens,
+    token_key,
+    wait_until_refresh_is_due,
 )
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
-REFRESH_MARGIN = 60
-
-
-def token_key(env: dict, cookie: str) -> str:
-    return f"{env['REDIS_KEY_PREFIX']}tokens:{session_ref(env['SECRET_KEY'], cookie)}"
-
-
-def stored_tokens(redis, env: dict, http: requests.Session) -> dict | None:
-    raw = redis.get(token_key(env, http.cookies["pp_session"]))
-    return json.loads(raw) if raw else None
-
-
-def wait_until_refresh_is_due(record: dict) -> None:
-    time.sleep(max(0.0, record["expires_at"] - REFRESH_MARGIN - time.time() + 0.5))
 
 
 def own_profile(live_app, http_or_cookies) -> requests.Response:
@@ -84,7 +69,7 @@ def test_invalid_grant_ends_the_session_and_leaves_nothing_in_redis(live_app, id
     response = own_profile(live_app, http)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
-    ref = session_ref(live_app.env["SECRET_KEY"], http.cookies["pp_session"])
+    ref = session_ref(live_app.env["SECRET_KEY"], http.cookies[SESSION_COOKIE])
     assert list(redis.scan_iter(match=f"{live_app.env['REDIS_KEY_PREFIX']}*{ref}*")) == []
 
 
@@ -105,6 +90,6 @@ def test_a_provider_outage_keeps_the_session_and_answers_503(workdir, redis_url,
     assert response.status_code == 503
     assert response.json["error"]["code"] == "unavailable"
     assert response.headers["Retry-After"]
-    cookie = client.get_cookie("pp_session").value
+    cookie = client.get_cookie(SESSION_COOKIE).value
     assert redis.exists(token_key(env, cookie)) == 1
     assert client.get("/auth/session").json["authenticated"] is True

@@ -5,10 +5,11 @@ import time
 
 import pytest
 
-from tests.integration.conftest import signed_in_client, start_own_idp
+from tests.helpers.real_services import start_own_idp
+from tests.helpers.settings import CSRF
+from tests.helpers.signin import signed_in_client
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def session_keys(redis, app) -> list[bytes]:

@@ -12,16 +12,11 @@ import requests
 
 from app.store.keys import Keys
 from dev import oidc_driver
-from tests.integration.conftest import (
-    PASSWORD,
-    callback_path,
-    cookie_value,
-    signed_in_client,
-    start_login,
-)
+from tests.helpers.real_services import PASSWORD
+from tests.helpers.settings import CSRF, SESSION_COOKIE, session_cookie_name
+from tests.helpers.signin import callback_path, cookie_value, signed_in_client, start_login
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def query_of(url: str) -> dict:
@@ -232,14 +227,14 @@ def test_a_disabled_account_cannot_sign_in(app, keys_of):
 
 def test_the_session_id_changes_at_sign_in(app):
     client = signed_in_client(app, "bob")
-    before = cookie_value(client, "pp_session")
+    before = cookie_value(client, SESSION_COOKIE)
     authorize = start_login(client)
     callback = oidc_driver.login_at_idp(requests.Session(), authorize, "alice", PASSWORD)
     client.get(callback_path(callback))
-    after = cookie_value(client, "pp_session")
+    after = cookie_value(client, SESSION_COOKIE)
     assert before and after and before != after
     stale = app.test_client()
-    stale.set_cookie("pp_session", before)
+    stale.set_cookie(SESSION_COOKIE, before)
     assert stale.get("/auth/session").json == {"authenticated": False}
     assert stale.get("/api/v1/me/profile", headers=CSRF).status_code == 401
 
@@ -252,12 +247,16 @@ def test_production_cookie_flags(make_app, idp):
     assert login_cookie.startswith("__Host-login=")
     callback = oidc_driver.login_at_idp(requests.Session(), login.headers["Location"], "alice", PASSWORD)
     response = client.get(callback_path(callback), base_url="https://localhost")
-    session_cookie = next(c for c in response.headers.getlist("Set-Cookie") if c.startswith("__Host-session="))
+    session_cookie = next(
+        c for c in response.headers.getlist("Set-Cookie") if c.startswith(f"{session_cookie_name(secure=True)}=")
+    )
     attributes = {part.strip().split("=")[0].lower() for part in session_cookie.split(";")[1:]}
     for cookie in (login_cookie, session_cookie):
         assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
         assert "Domain" not in cookie
     assert "expires" not in attributes  # a browser-session cookie; the server enforces the lifetimes
-    logout = client.post("/auth/logout", headers={"X-CSRF": "1"}, base_url="https://localhost")
-    deletion = next(c for c in logout.headers.getlist("Set-Cookie") if c.startswith("__Host-session="))
+    logout = client.post("/auth/logout", headers=CSRF, base_url="https://localhost")
+    deletion = next(
+        c for c in logout.headers.getlist("Set-Cookie") if c.startswith(f"{session_cookie_name(secure=True)}=")
+    )
     assert "Max-Age=0" in deletion and "Secure" in deletion and "Path=/" in deletion  # else browsers keep it

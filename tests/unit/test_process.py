@@ -7,7 +7,7 @@ import pytest
 from app import create_app
 from app.extensions import make_redis
 from config import Config
-from tests.conftest import app_env
+from tests.helpers.settings import app_env
 
 
 def test_healthz_and_readyz_answer_when_everything_is_up(unit_client):

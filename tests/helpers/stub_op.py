@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from joserfc.jwk import RSAKey
 
-from tests.stub_issuer import StubIssuer, b64url
+from tests.helpers.stub_issuer import StubIssuer, b64url
 
 SCOPE = "openid svc:profile.private svc:interact.poke"
 AUTHORIZATION_FIELDS = ("client_id", "redirect_uri", "state", "nonce", "code_challenge", "code_challenge_method")

@@ -14,12 +14,11 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
-from tests.conftest import app_env
-from tests.stub_issuer import b64url
-from tests.stub_op import StubOP
+from tests.helpers.settings import CSRF, app_env
+from tests.helpers.stub_issuer import b64url
+from tests.helpers.stub_op import StubOP
 
 CLIENT_ID = "profile-poke-web"
-CSRF = {"X-CSRF": "1"}
 HOUR_AGO = int(time.time()) - 3600
 
 

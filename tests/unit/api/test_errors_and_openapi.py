@@ -4,7 +4,7 @@ import pytest
 
 from app import create_app
 from config import Config
-from tests.conftest import app_env
+from tests.helpers.settings import app_env
 
 
 def test_an_unexpected_failure_is_a_500_envelope_without_a_trace(stub_issuer, fake_redis):

@@ -1,0 +1,78 @@
+"""Signing in through the real provider, and reading what a session stored in Redis."""
+
+import json
+import time
+from urllib.parse import urlsplit
+
+import requests
+
+from app.auth.sessions import session_ref
+from app.store.keys import Keys
+from dev import oidc_driver
+from tests.helpers.real_services import PASSWORD
+from tests.helpers.settings import SESSION_COOKIE
+
+REFRESH_MARGIN = 60
+
+
+def sign_in(base_url: str, username: str, *, return_to: str = "/") -> requests.Session:
+    """A requests session signed in to a live app through the real redirects and login form."""
+    http = requests.Session()
+    start = http.get(f"{base_url}/auth/login", params={"return_to": return_to}, allow_redirects=False, timeout=10)
+    assert start.status_code == 302
+    callback = oidc_driver.login_at_idp(http, start.headers["Location"], username, PASSWORD)
+    assert urlsplit(callback).path == "/auth/callback"
+    done = http.get(callback, allow_redirects=False, timeout=10)
+    assert done.status_code == 302, done.text
+    return http
+
+
+def start_login(client, return_to: str | None = None) -> str:
+    """GET /auth/login on an in-process client; returns the provider URL it redirects to."""
+    response = client.get("/auth/login", query_string={"return_to": return_to} if return_to else None)
+    assert response.status_code == 302, response.get_data(as_text=True)
+    return response.headers["Location"]
+
+
+def callback_path(callback_url: str) -> str:
+    parts = urlsplit(callback_url)
+    return f"{parts.path}?{parts.query}"
+
+
+def signed_in_client(app, username: str, http: requests.Session | None = None):
+    """An in-process test client signed in as `username` through the real provider."""
+    client = app.test_client()
+    authorize = start_login(client)
+    callback = oidc_driver.login_at_idp(http or requests.Session(), authorize, username, PASSWORD)
+    response = client.get(callback_path(callback))
+    assert response.status_code == 302, response.get_data(as_text=True)
+    return client
+
+
+def cookie_value(client, name: str = SESSION_COOKIE) -> str | None:
+    cookie = client.get_cookie(name)
+    return cookie.value if cookie else None
+
+
+
+def stored_session_tokens(app, client) -> dict | None:
+    """The token set the app keeps in Redis for the session of an in-process `client`."""
+    cookie = cookie_value(client, app.config["SESSION_COOKIE_NAME"])
+    redis = app.extensions["profile_poke"].store.redis
+    raw = redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).token_set(session_ref(app.config["SECRET_KEY"], cookie)))
+    return json.loads(raw) if raw else None
+
+def token_key(env: dict, cookie: str) -> str:
+    """The Redis key of the token set of the session whose cookie is `cookie`."""
+    return f"{env['REDIS_KEY_PREFIX']}tokens:{session_ref(env['SECRET_KEY'], cookie)}"
+
+
+def stored_tokens(redis, env: dict, http: requests.Session) -> dict | None:
+    """The token set stored for the live session `http` holds, or None."""
+    raw = redis.get(token_key(env, http.cookies[SESSION_COOKIE]))
+    return json.loads(raw) if raw else None
+
+
+def wait_until_refresh_is_due(record: dict) -> None:
+    """Sleeps until the next cookie call will refresh the tokens of `record`."""
+    time.sleep(max(0.0, record["expires_at"] - REFRESH_MARGIN - time.time() + 0.5))
