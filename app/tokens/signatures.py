@@ -38,6 +38,8 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
         raise BadToken("the token is malformed") from None
     if header.get("alg") not in ASYMMETRIC_ALGORITHMS:
         raise BadToken("the token's algorithm is not accepted")
+    if "crit" in header:  # no JWS extension is understood here, so every critical one is refused (RFC 7515 4.1.11)
+        raise BadToken("the token has an unsupported critical header")
     kid = header.get("kid")
     key = provider.key(kid) if kid is None or isinstance(kid, str) else None
     if key is None:

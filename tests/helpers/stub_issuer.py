@@ -14,7 +14,9 @@ from urllib.parse import parse_qsl, urlsplit
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 from joserfc import jwt
-from joserfc.jwk import RSAKey
+from joserfc.jwk import ECKey, RSAKey
+
+Key = RSAKey | ECKey
 
 
 def b64url(data: bytes) -> str:
@@ -39,6 +41,11 @@ class StubIssuer:
         parameters = {"use": "sig", "alg": "RS256", **({"kid": kid} if kid else {})}
         return RSAKey.generate_key(2048, parameters=parameters)
 
+    @staticmethod
+    def new_ec_key(kid: str | None) -> ECKey:
+        """A P-256 key: small enough to embed in a JWS header (joserfc refuses headers over 512 bytes)."""
+        return ECKey.generate_key("P-256", parameters={"use": "sig", "alg": "ES256", **({"kid": kid} if kid else {})})
+
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -53,10 +60,11 @@ class StubIssuer:
         claims.update(overrides)
         return {name: value for name, value in claims.items() if value is not None}
 
-    def sign(self, claims: dict, *, key: RSAKey | None = None, header: dict | None = None) -> str:
+    def sign(self, claims: dict, *, key: Key | None = None, header: dict | None = None) -> str:
+        """A JWT of `claims`: RS256 by the stub's key unless `key` or `header` say otherwise."""
         key = key or self.key
         head = {"alg": "RS256", "typ": "at+jwt", **({"kid": key.kid} if key.kid else {}), **(header or {})}
-        return jwt.encode({k: v for k, v in head.items() if v is not None}, claims, key, algorithms=["RS256"])
+        return jwt.encode({k: v for k, v in head.items() if v is not None}, claims, key, algorithms=[head["alg"]])
 
     def sign_raw(self, claims: dict, header: dict) -> str:
         """RS256 over any header, even one a JOSE library would refuse to produce (an unknown `crit`)."""
