@@ -30,11 +30,11 @@ unit: $(VENV)/.installed
 
 token: $(VENV)/.installed
 	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }
-	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.token user "$(USER)"
+	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.mint_token user "$(USER)"
 
 app-token: $(VENV)/.installed
 	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }
-	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.token app
+	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.mint_token app
 
 system:
 	@dev/bootstrap-system.sh

@@ -145,10 +145,9 @@ function authenticate(username, password) {
 // ---------------------------------------------------------------------------- storage
 
 // In-memory adapter without the stock LRU size limit: a Map with expiry by `expiresIn`.
-const store = new Map(); // "<Model>:<id>" -> { payload, expiresAt, grantId, uid, userCode }
+const store = new Map(); // "<Model>:<id>" -> { payload, expiresAt, grantId, uid }
 const byGrant = new Map(); // grantId -> Set of keys
 const byUid = new Map(); // session uid -> key
-const byUserCode = new Map(); // user code -> key
 
 function drop(key) {
   const entry = store.get(key);
@@ -158,7 +157,6 @@ function drop(key) {
   members?.delete(key);
   if (members?.size === 0) byGrant.delete(entry.grantId);
   if (byUid.get(entry.uid) === key) byUid.delete(entry.uid);
-  if (byUserCode.get(entry.userCode) === key) byUserCode.delete(entry.userCode);
 }
 
 function live(key) {
@@ -189,7 +187,6 @@ class MemoryAdapter {
       expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : undefined,
       grantId: payload.grantId,
       uid: this.model === 'Session' ? payload.uid : undefined,
-      userCode: payload.userCode,
     };
     store.set(key, entry);
     if (entry.grantId) {
@@ -197,7 +194,6 @@ class MemoryAdapter {
       byGrant.get(entry.grantId).add(key);
     }
     if (entry.uid) byUid.set(entry.uid, key);
-    if (entry.userCode) byUserCode.set(entry.userCode, key);
   }
 
   async find(id) {
@@ -206,10 +202,6 @@ class MemoryAdapter {
 
   async findByUid(uid) {
     return live(byUid.get(uid))?.payload;
-  }
-
-  async findByUserCode(userCode) {
-    return live(byUserCode.get(userCode))?.payload;
   }
 
   async consume(id) {

@@ -1,4 +1,4 @@
-"""Print an access token from the development identity provider: `python -m dev.token user alice` or `... app`."""
+"""Print an access token from the development identity provider: `python -m dev.mint_token user alice` or `... app`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 if __name__ == "__main__" and not __package__:
-    # Run as `python dev/token.py`: import from the repo root, and keep dev/ off sys.path so that
-    # this file does not shadow the standard library's `token` module.
+    # Run as `python dev/mint_token.py`: import from the repo root.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from dev.oidc_driver import DEFAULT_SCOPE, DriverError, app_token, user_tokens
@@ -19,13 +18,13 @@ def _env(name: str, default: str | None = None) -> str:
     """Reads an environment variable; a missing required one is an error."""
     value = os.environ.get(name) or default
     if not value:
-        raise SystemExit(f"token: {name} is not set")
+        raise SystemExit(f"mint_token: {name} is not set")
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; prints only the access token on stdout."""
-    parser = argparse.ArgumentParser(prog="python -m dev.token", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dev.mint_token", description=__doc__)
     sub = parser.add_subparsers(dest="kind", required=True)
     user = sub.add_parser("user", help="log a demo user in (Authorization Code + PKCE) with OIDC_CLIENT_ID")
     user.add_argument("username")
@@ -53,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 scope=args.scope,
             )
     except (DriverError, OSError) as exc:  # requests' errors are OSErrors
-        print(f"token: {exc}", file=sys.stderr)
+        print(f"mint_token: {exc}", file=sys.stderr)
         return 1
     print(tokens["access_token"])
     return 0
