@@ -1,21 +1,20 @@
-"""Writes the "Security and reliability" report from the test run itself: what was tried, by suite,
-and how it ended. Active when SECURITY_REPORT names the Markdown file to write (make test sets it); after a run
-of the whole suite, the README's block between the security-report markers gets the same figures."""
+"""Writes the "Security and reliability" report from the test run itself: each case tried, the test
+that proves it (module::test id) and how it ended. Active when SECURITY_REPORT names the Markdown file
+to write (make test sets it); it writes that file only."""
 
 import os
-import re
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 SECTIONS = [
-    ("tests/unit/test_access_tokens.py", "Hostile access tokens",
+    ("tests/unit/tokens/", "Hostile access tokens",
      "alg none, HS256 with the RSA key, unknown/flooded kid, jku/x5u/jwk headers, crit, expired, nbf/iat "
      "in the future, wrong iss/aud, ID token as access token, missing sub, bad scope, > 8 KB, garbage"),
-    ("tests/unit/test_signin_conformance.py", "Sign-in conformance (RP certification cases)",
+    ("tests/unit/auth/test_signin_conformance.py", "Sign-in conformance (RP certification cases)",
      "ID tokens with bad iss/aud/signature/alg/nonce/iat/sub/exp/azp, kid-less keys, key rotation, PKCE, "
-     "RFC 9207 iss, token endpoint errors"),
+     "code injection, RFC 9207 iss, token endpoint errors"),
+    ("tests/unit/auth/test_session_tokens.py", "Session tokens and the refresh protocol (fakeredis)",
+     "single refresher, waiters, timeouts, lost compare-and-set, invalid_grant"),
     ("tests/integration/test_signin.py", "Browser-side attacks and the BFF flow",
      "open redirects, CSRF on logout and API, foreign and replayed state, error callbacks, withheld "
      "scopes, cookie flags, SPA exchange with a foreign redirect_uri"),
@@ -32,65 +31,60 @@ SECTIONS = [
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
-README_BLOCK = re.compile(r"(<!-- security-report:start -->\n).*?(<!-- security-report:end -->)", re.S)
+OUTCOMES = ("passed", "failed", "skipped")
 
 _outcomes: dict[str, str] = {}
-_durations: dict[str, float] = defaultdict(float)
 
 
 def pytest_runtest_logreport(report):
-    _durations[report.nodeid] += report.duration
     if report.when == "call" or report.outcome != "passed":
         _outcomes[report.nodeid] = report.outcome if _outcomes.get(report.nodeid) != "failed" else "failed"
 
 
 def pytest_sessionfinish(session, exitstatus):
     target = os.environ.get("SECURITY_REPORT")
-    if not target or not _outcomes:
-        return
-    rows = _summary()
-    table = _table(rows)
-    Path(target).write_text(_report(table, rows))
-    readme = Path("README.md")
-    if readme.exists() and session.config.args_source == pytest.Config.ArgsSource.TESTPATHS:  # the whole suite
-        text = readme.read_text()
-        updated = README_BLOCK.sub(lambda match: f"{match[1]}{table}{match[2]}", text)
-        if updated != text:
-            readme.write_text(updated)
+    if target and _outcomes:
+        Path(target).write_text(_report(_summary()))
 
 
 def _section(nodeid: str) -> str:
     return next(title for prefix, title, _ in SECTIONS if nodeid.startswith(prefix))
 
 
-def _summary() -> list[tuple[str, str, dict, list]]:
+def _summary() -> list[tuple[str, str, list]]:
+    """(title, what was tried, [(nodeid, outcome)]) for every section that ran."""
     grouped = defaultdict(list)
     for nodeid, outcome in _outcomes.items():
         grouped[_section(nodeid)].append((nodeid, outcome))
-    rows, described = [], {}
+    described = {}
     for _, title, tried in SECTIONS:
         described.setdefault(title, tried)
-    for title, tried in described.items():
-        cases = sorted(grouped.get(title, []))
-        if cases:
-            counts = {name: sum(outcome == name for _, outcome in cases) for name in ("passed", "failed", "skipped")}
-            rows.append((title, tried, counts, cases))
-    return rows
+    return [(title, tried, sorted(grouped[title])) for title, tried in described.items() if grouped.get(title)]
 
 
-def _table(rows) -> str:
-    lines = ["| what was tried | cases | passed | failed | skipped |", "|---|---|---|---|---|"]
-    for title, tried, counts, cases in rows:
-        lines.append(f"| **{title}**: {tried} | {len(cases)} | {counts['passed']} | {counts['failed']} | "
-                     f"{counts['skipped']} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+def _claim(nodeid: str) -> str:
+    """What a test shows, in words: its name without `test_`, and its case id when parametrized."""
+    name = nodeid.split("::")[-1]
+    function, _, case = name.partition("[")
+    claim = function.removeprefix("test_").replace("_", " ")
+    return f"{claim}: {case[:-1]}" if case else claim
 
 
-def _report(table: str, rows) -> str:
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _report(rows) -> str:
     parts = ["# Security and reliability report\n\n",
-             "Generated by `make test` (tests/report.py) from the run itself; do not edit by hand.\n\n",
-             table]  # fmt: skip
-    for title, _, _, cases in rows:
-        parts.append(f"\n## {title}\n\n")
-        parts.extend(f"- {outcome}: `{nodeid}`\n" for nodeid, outcome in cases)
+             "Generated by `make test` (tests/report.py) from the run itself; do not edit by hand. "
+             "Each row names the test that proves it and how that test ended in the run.\n\n",
+             "| section | tests | " + " | ".join(OUTCOMES) + " |\n", "|---|---|---|---|---|\n"]  # fmt: skip
+    for title, tried, cases in rows:
+        modules = sorted({nodeid.split("::")[0] for nodeid, _ in cases})
+        counts = [str(sum(outcome == name for _, outcome in cases)) for name in OUTCOMES]
+        parts.append(f"| **{title}**: {tried} ({', '.join(f'`{m}`' for m in modules)}) | {len(cases)} | "
+                     + " | ".join(counts) + " |\n")  # fmt: skip
+    for title, _, cases in rows:
+        parts.append(f"\n## {title}\n\n| what is shown | proven by | outcome |\n|---|---|---|\n")
+        parts.extend(f"| {_cell(_claim(nodeid))} | `{_cell(nodeid)}` | {outcome} |\n" for nodeid, outcome in cases)
     return "".join(parts)
