@@ -24,25 +24,31 @@ def query_of(url: str) -> dict:
 
 def test_cookie_calls_need_the_csrf_header(app):
     client = signed_in_client(app, "alice")
+    refusal = {
+        "error": {"code": "forbidden", "message": f"cookie-authenticated calls need the header {CSRF_HEADER}: 1"}
+    }
     response = client.get("/api/v1/me/profile")
-    assert response.status_code == 403
-    assert response.json["error"]["code"] == "forbidden"
+    assert (response.status_code, response.json) == (403, refusal)
     refused = client.post("/api/v1/pokes", json={"username": "bob"})
-    assert refused.status_code == 403
+    assert (refused.status_code, refused.json) == (403, refusal)
     assert client.post("/api/v1/pokes", json={"username": "bob"}, headers=CSRF).json == {"success": True}
 
 
 def test_the_authorization_header_decides_over_the_cookie(app, idp):
     client = signed_in_client(app, "alice")
     response = client.get("/api/v1/me/profile", headers={**CSRF, "Authorization": "Bearer junk"})
-    assert response.status_code == 401
+    assert (response.status_code, response.json["error"]) == (
+        401,
+        {"code": "invalid_token", "message": "the access token is malformed"},
+    )
     bob = client.get("/api/v1/me/profile", headers={"Authorization": f"Bearer {idp.user_token('bob')}"})
     assert bob.json["data"]["handle"] == "@bob"
 
 
 def test_the_public_profile_ignores_the_cookie(app):
     client = signed_in_client(app, "alice")
-    assert client.get("/api/v1/users/bob").status_code == 200
+    response = client.get("/api/v1/users/bob")  # no X-CSRF: the cookie is neither needed nor checked here
+    assert (response.status_code, response.json["handle"]) == (200, "@bob")
 
 
 def test_no_token_reaches_the_browser(app, redis):
@@ -72,7 +78,8 @@ def test_logout_ends_everything_and_sends_the_browser_to_end_session(app, idp, k
     assert idp.stats()["revocation"] == 1
     assert [key for key in keys_of(app) if ":tokens:" in key or ":session:" in key] == []
     assert client.get("/auth/session").json == {"authenticated": False}
-    assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 401
+    ended = client.get("/api/v1/me/profile", headers=CSRF)
+    assert (ended.status_code, ended.json["error"]["message"]) == (401, "authentication required")
     assert oidc_driver.confirm_logout(http, url) == app.config["OIDC_POST_LOGOUT_REDIRECT_URI"]
     again = http.get(start_login(app.test_client()), timeout=10)
     assert 'type="password"' in again.text  # the provider session is over: it asks for the password
@@ -100,7 +107,10 @@ def test_a_form_logout_from_this_origin_is_a_303(app):
 def test_logout_without_csrf_proof_changes_nothing(app, headers):
     client = signed_in_client(app, "alice")
     response = client.post("/auth/logout", headers=headers)
-    assert response.status_code == 403
+    assert (response.status_code, response.json["error"]["message"]) == (
+        403,
+        f"sign-out needs the header {CSRF_HEADER}: 1 or a same-origin form",
+    )
     assert client.get("/auth/session").json["authenticated"] is True
 
 
@@ -140,8 +150,10 @@ def test_spa_exchange_refuses_a_foreign_redirect_uri(app, idp):
     client = app.test_client()
     response = client.post("/auth/exchange", json={"code": code, "code_verifier": verifier, "redirect_uri": foreign},
                            headers=CSRF)  # fmt: skip
-    assert response.status_code == 400
-    assert response.json["error"]["code"] == "invalid_request"
+    assert (response.status_code, response.json["error"]) == (
+        400,
+        {"code": "invalid_request", "message": "redirect_uri is not one this app accepts"},
+    )
     assert idp.stats()["token"]["authorization_code"] == 0
 
 
@@ -154,7 +166,11 @@ def test_spa_exchange_validates_its_body(app, body):
 
 def test_spa_exchange_needs_the_csrf_header(app, idp):
     response = app.test_client().post("/auth/exchange", json={})
-    assert response.status_code == 403
+    assert (response.status_code, response.json["error"]["message"]) == (
+        403,
+        f"this call needs the header {CSRF_HEADER}: 1",
+    )
+    assert idp.stats()["token"]["authorization_code"] == 0
 
 
 def test_disabling_an_account_takes_effect_on_its_next_cookie_call(app):
@@ -162,7 +178,11 @@ def test_disabling_an_account_takes_effect_on_its_next_cookie_call(app):
     assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200
     assert app.test_cli_runner().invoke(args=["users", "disable", "carol"]).exit_code == 0
     refused = client.get("/api/v1/me/profile", headers=CSRF)
-    assert (refused.status_code, refused.json["error"]["code"]) == (403, "forbidden")
-    assert client.post("/api/v1/pokes", json={"username": "bob"}, headers=CSRF).status_code == 403
+    assert (refused.status_code, refused.json["error"]) == (
+        403,
+        {"code": "forbidden", "message": "the account is disabled"},
+    )
+    poke = client.post("/api/v1/pokes", json={"username": "bob"}, headers=CSRF)
+    assert (poke.status_code, poke.json["error"]["message"]) == (403, "the account is disabled")
     assert app.test_cli_runner().invoke(args=["users", "enable", "carol"]).exit_code == 0
     assert client.get("/api/v1/me/profile", headers=CSRF).json["data"]["handle"] == "@carol"

@@ -2,8 +2,6 @@
 login, the stub provider's authorization and token endpoints, and the callback, with fakeredis."""
 
 import hashlib
-import html
-import re
 import socket
 import time
 from types import SimpleNamespace
@@ -16,6 +14,7 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
+from tests.helpers.pages import error_page_message
 from tests.helpers.settings import CSRF, app_env
 from tests.helpers.stub_issuer import b64url
 from tests.helpers.stub_op import StubOP
@@ -143,13 +142,6 @@ NONCONFORMING = {
     ),
     "token endpoint unreachable": (unreachable_token_endpoint, 503, "the identity provider is unavailable"),
 }  # fmt: skip
-
-
-def error_page_message(response) -> str:
-    """The reason the app's sign-in error page gives, once sure it is that page and shows no trace."""
-    page = response.get_data(as_text=True)
-    assert "<h1>Sign-in problem</h1>" in page and "Traceback" not in page
-    return html.unescape(re.search(r'<p id="message">(.*?)</p>', page, re.S).group(1))
 
 
 @pytest.mark.parametrize(
