@@ -51,7 +51,7 @@ def test_public_profile_with_a_valid_token_works_and_with_a_bad_one_is_refused(c
     assert client.get("/api/v1/users/bob", headers=bearer(idp.user_token("alice"))).status_code == 200
     response = client.get("/api/v1/users/bob", headers=bearer("not.a.token"))
     assert response.status_code == 401
-    assert response.json["error"]["code"] == "invalid_token"
+    assert response.json["error"] == {"code": "invalid_token", "message": "the access token is malformed"}
 
 
 def test_own_profile_with_a_user_token(client, idp):
@@ -76,20 +76,23 @@ def test_first_sight_of_a_subject_creates_its_profile(client, idp):
 def test_a_subject_never_takes_another_subjects_profile(client, idp):
     response = client.get("/api/v1/me/profile", headers=bearer(idp.user_token("mallory")))
     assert response.status_code == 403
-    assert response.json["error"]["code"] == "forbidden"
+    assert response.json["error"] == {
+        "code": "forbidden",
+        "message": "this account's username belongs to another account",
+    }
 
 
 def test_a_subject_without_profile_or_username_is_forbidden(client, idp):
     response = client.get("/api/v1/me/profile", headers=bearer(idp.user_token("nameless")))
     assert response.status_code == 403
-    assert response.json["error"]["code"] == "forbidden"
+    assert response.json["error"] == {"code": "forbidden", "message": "this account has no profile"}
 
 
 def test_disabled_user_is_forbidden_on_every_user_endpoint(client, idp):
     token = idp.user_token("dave")
     for response in (client.get("/api/v1/me/profile", headers=bearer(token)), poke(client, token, {"username": "bob"})):
         assert response.status_code == 403
-        assert response.json["error"]["code"] == "forbidden"
+        assert response.json["error"] == {"code": "forbidden", "message": "the account is disabled"}
         assert response.headers["WWW-Authenticate"].startswith("Bearer ")
 
 
@@ -100,7 +103,7 @@ def test_disabled_user_is_forbidden_on_every_user_endpoint(client, idp):
 def test_application_token_with_the_scope_is_forbidden(client, idp, method, path, scope):
     response = getattr(client, method)(path, json={"username": "bob"}, headers=bearer(idp.app_token(scope=scope)))
     assert response.status_code == 403
-    assert response.json["error"]["code"] == "forbidden"
+    assert response.json["error"] == {"code": "forbidden", "message": "a user-delegated token is required"}
 
 
 def test_application_token_without_the_scope_gets_insufficient_scope_first(client, idp):
@@ -122,7 +125,7 @@ def test_a_user_token_without_the_poke_scope_cannot_poke(client, idp):
 def test_a_token_for_another_api_is_invalid(client, idp):
     response = client.get("/api/v1/me/profile", headers=bearer(idp.app_token("other-service")))
     assert response.status_code == 401
-    assert response.json["error"]["code"] == "invalid_token"
+    assert response.json["error"] == {"code": "invalid_token", "message": "the access token is not meant for this API"}
 
 
 @pytest.mark.parametrize("method", ["get", "post"])
@@ -130,7 +133,7 @@ def test_no_token_is_unauthorized(client, method):
     path = "/api/v1/me/profile" if method == "get" else "/api/v1/pokes"
     response = getattr(client, method)(path, json={"username": "bob"})
     assert response.status_code == 401
-    assert response.json["error"]["code"] == "unauthorized"
+    assert response.json["error"] == {"code": "unauthorized", "message": "authentication required"}
     assert response.headers["WWW-Authenticate"] == 'Bearer realm="profile-poke"'
 
 
@@ -192,13 +195,16 @@ def test_malformed_json_is_a_400(client, idp):
 
 def test_a_huge_body_is_a_413(client, idp):
     response = poke(client, idp.user_token("alice"), {"username": "b" * 100_000})
-    assert (response.status_code, response.json["success"]) == (413, False)
+    assert (response.status_code, response.json) == (413, {"success": False, "error": "request body is too large"})
 
 
 def test_a_non_json_content_type_is_a_415(client, idp):
     response = client.post("/api/v1/pokes", data="username=bob", content_type="application/x-www-form-urlencoded",
                            headers=bearer(idp.user_token("alice")))  # fmt: skip
-    assert (response.status_code, response.json["success"]) == (415, False)
+    assert (response.status_code, response.json) == (
+        415,
+        {"success": False, "error": "Content-Type must be application/json"},
+    )
 
 
 def test_fifty_simultaneous_pokes_of_one_target_succeed_exactly_once(live_app, idp):
@@ -236,7 +242,11 @@ def test_a_flood_of_random_key_ids_costs_the_provider_at_most_one_jwks_fetch(cli
     for _ in range(40):
         header = {"alg": "RS256", "typ": "at+jwt", "kid": secrets.token_hex(8)}
         forged = jwt.encode(header, {"iss": idp.issuer, "sub": "x", "aud": "profile-poke-api"}, key)
-        assert client.get("/api/v1/me/profile", headers=bearer(forged)).json["error"]["code"] == "invalid_token"
+        refused = client.get("/api/v1/me/profile", headers=bearer(forged))
+        assert refused.json["error"] == {
+            "code": "invalid_token",
+            "message": "the access token was not signed by a known key",
+        }
     assert idp.stats()["jwks"] <= 1
 
 
@@ -244,7 +254,10 @@ def test_a_flood_of_random_key_ids_costs_the_provider_at_most_one_jwks_fetch(cli
 def test_a_disabled_poker_hears_403_before_anything_else_and_nothing_is_written(client, idp, keys_of, app, body):
     before = keys_of(app)
     response = poke(client, idp.user_token("dave"), body)
-    assert (response.status_code, response.json["error"]["code"]) == (403, "forbidden")
+    assert (response.status_code, response.json["error"]) == (
+        403,
+        {"code": "forbidden", "message": "the account is disabled"},
+    )
     assert keys_of(app) == before
 
 

@@ -243,7 +243,7 @@ def test_the_session_id_changes_at_sign_in(app):
     stale.set_cookie(SESSION_COOKIE, before)
     assert stale.get("/auth/session").json == {"authenticated": False}
     refused = stale.get("/api/v1/me/profile", headers=CSRF)
-    assert (refused.status_code, refused.json["error"]["message"]) == (401, "authentication required")
+    assert (refused.status_code, refused.json["error"]["message"]) == (401, "the session has ended; sign in again")
 
 
 def test_production_cookie_flags(make_app, idp):
