@@ -59,7 +59,8 @@ def test_create_disable_and_enable(app, client):
     assert client.get("/api/v1/users/newbie").json["display_name"] == "New Bie"
     assert run(app, "create", "newbie").exit_code != 0
     assert run(app, "disable", "newbie").exit_code == 0
-    assert client.get("/api/v1/users/newbie").status_code == 404
+    hidden = client.get("/api/v1/users/newbie")
+    assert (hidden.status_code, hidden.get_data(as_text=True).strip()) == (404, "user not found")
     assert run(app, "enable", "NewBie").exit_code == 0
     assert client.get("/api/v1/users/newbie").status_code == 200
 

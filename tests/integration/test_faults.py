@@ -12,11 +12,13 @@ from app import create_app
 from config import Config
 from dev import oidc_driver
 from dev.services import free_port, start_redis
+from tests.helpers.pages import error_page_message
 from tests.helpers.real_services import PASSWORD, import_demo_users, integration_env, start_own_idp
 from tests.helpers.settings import SESSION_COOKIE
 from tests.helpers.signin import callback_path, start_login
 
 pytestmark = pytest.mark.integration
+STORAGE_DOWN = {"code": "unavailable", "message": "the service's storage is unavailable"}
 
 
 def test_redis_down_is_a_503_within_the_timeout_and_recovery_needs_no_restart(workdir, idp):
@@ -36,16 +38,16 @@ def test_redis_down_is_a_503_within_the_timeout_and_recovery_needs_no_restart(wo
         assert response.status_code == 503
         assert response.headers["Retry-After"]
         if path.startswith("/api/"):
-            assert response.json["error"]["code"] == "unavailable"
+            assert response.json["error"] == STORAGE_DOWN
         else:
-            assert "storage is unavailable" in response.get_data(as_text=True)
+            assert error_page_message(response) == STORAGE_DOWN["message"]
     refused = client.post("/api/v1/pokes", json={"username": "bob"}, headers=token)
-    assert refused.status_code == 503
+    assert (refused.status_code, refused.json["error"]) == (503, STORAGE_DOWN)
     ready = client.get("/readyz")
     assert (ready.status_code, ready.json["redis"]) == (503, "unavailable")
     client.set_cookie(SESSION_COOKIE, "some-session")  # /auth routes open the session before any view runs
     broken = client.get("/auth/session")
-    assert (broken.status_code, broken.json["error"]["code"]) == (503, "unavailable")
+    assert (broken.status_code, broken.json["error"]) == (503, STORAGE_DOWN)
     assert broken.headers["Cache-Control"] == "no-store"
     assert "frame-ancestors 'none'" in broken.headers["Content-Security-Policy"]
 
@@ -72,7 +74,7 @@ def test_slow_redis_costs_at_most_the_socket_timeout(workdir, idp):
         response = client.get("/api/v1/users/bob")
         elapsed = time.monotonic() - started
         sleeper.join()
-        assert response.status_code == 503
+        assert (response.status_code, response.json["error"]) == (503, STORAGE_DOWN)
         assert elapsed < 1.5
         assert client.get("/api/v1/users/bob").status_code == 200
     finally:

@@ -68,7 +68,7 @@ def test_invalid_grant_ends_the_session_and_leaves_nothing_in_redis(live_app, id
     wait_until_refresh_is_due(record)
     response = own_profile(live_app, http)
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "unauthorized"
+    assert response.json()["error"] == {"code": "unauthorized", "message": "the session has ended; sign in again"}
     ref = session_ref(live_app.env["SECRET_KEY"], http.cookies[SESSION_COOKIE])
     assert list(redis.scan_iter(match=f"{live_app.env['REDIS_KEY_PREFIX']}*{ref}*")) == []
 
@@ -88,7 +88,7 @@ def test_a_provider_outage_keeps_the_session_and_answers_503(workdir, redis_url,
     time.sleep(3.5)  # the access token has expired and the provider is gone
     response = client.get("/api/v1/me/profile", headers=CSRF)
     assert response.status_code == 503
-    assert response.json["error"]["code"] == "unavailable"
+    assert response.json["error"] == {"code": "unavailable", "message": "the identity provider is unavailable"}
     assert response.headers["Retry-After"]
     cookie = client.get_cookie(SESSION_COOKIE).value
     assert redis.exists(token_key(env, cookie)) == 1

@@ -17,6 +17,11 @@ def session_keys(redis, app) -> list[bytes]:
     return [key for key in redis.scan_iter(match=f"{prefix}*") if b":tokens:" in key or b":session:" in key]
 
 
+def assert_session_ended(response) -> None:
+    assert response.status_code == 401
+    assert response.json["error"] == {"code": "unauthorized", "message": "the session has ended; sign in again"}
+
+
 def test_every_session_key_expires_within_the_idle_timeout(make_app, redis):
     app = make_app(SESSION_IDLE_TIMEOUT="120")
     signed_in_client(app, "alice")
@@ -30,7 +35,7 @@ def test_an_idle_session_ends(make_app, redis):
     client = signed_in_client(app, "alice")
     assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200
     time.sleep(2.5)
-    assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 401
+    assert_session_ended(client.get("/api/v1/me/profile", headers=CSRF))
     assert session_keys(redis, app) == []
 
 
@@ -42,7 +47,7 @@ def test_activity_keeps_a_session_alive_until_its_absolute_end(make_app, redis):
         assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200
         time.sleep(0.8)
     time.sleep(1.5)
-    assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 401
+    assert_session_ended(client.get("/api/v1/me/profile", headers=CSRF))
 
 
 def test_a_session_never_outlives_the_refresh_token(workdir, make_app, redis):
@@ -53,6 +58,6 @@ def test_a_session_never_outlives_the_refresh_token(workdir, make_app, redis):
         assert client.get("/auth/session").json["expires_at"] <= time.time() + 2
         assert all(redis.pttl(key) <= 2000 for key in session_keys(redis, app))
         time.sleep(2.5)
-        assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 401
+        assert_session_ended(client.get("/api/v1/me/profile", headers=CSRF))
     finally:
         server.stop()
