@@ -16,8 +16,6 @@ from tests.helpers.real_services import (  # noqa: F401 - fixtures
     workdir,
 )
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def make_app(idp, redis_url):  # noqa: F811 - the fixtures imported above
