@@ -28,6 +28,8 @@ SECTIONS = [
     ("tests/integration/test_faults.py", "Faults", "Redis stopped and slowed, identity provider gone"),
     ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)", "valid and invalid generated requests"),
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
+    ("tests/integration/test_metrics.py", "Metrics",
+     "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip

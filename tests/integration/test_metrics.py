@@ -9,10 +9,11 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from dev.services import free_port, start_gunicorn
-from tests.integration.conftest import integration_env, sign_in, start_live_app
+from tests.helpers.real_services import integration_env, start_live_app
+from tests.helpers.settings import CSRF, SESSION_COOKIE
+from tests.helpers.signin import sign_in
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 SHORT_TOKEN_REFRESH_DUE = 2.5  # profile-poke-web-short tokens live 62 s; refresh starts at 60 s left
 
 
@@ -98,7 +99,7 @@ def test_every_counter_moves_with_real_traffic_and_no_label_names_a_user_token_o
     assert value(after, "pp_active_sessions") == value(before, "pp_active_sessions")
     assert "_created" not in text, "not the multiprocess registry: one scrape would miss other workers' counts"
     for secret in ("alice", "carol", "nobody-by-that-name", "xyzzy", "/api/v1/users/bob", bearer,
-                   browser.cookies.get("pp_session") or "cookie-gone"):  # fmt: skip
+                   browser.cookies.get(SESSION_COOKIE) or "cookie-gone"):  # fmt: skip
         assert secret not in text, "a label names a user, a token or a raw path"
 
 
