@@ -4,6 +4,7 @@ import pytest
 from werkzeug.datastructures import Headers
 
 from app.security import sent_csrf_header
+from tests.helpers.settings import CSRF
 
 
 @pytest.mark.parametrize(
@@ -35,7 +36,7 @@ def test_a_cookie_call_without_the_header_is_refused_before_the_session_is_read(
         "code": "forbidden",
         "message": "cookie-authenticated calls need the header X-CSRF: 1",
     }
-    with_header = cookie_client.get("/api/v1/me/profile", headers={"X-CSRF": "1"})
+    with_header = cookie_client.get("/api/v1/me/profile", headers=CSRF)
     assert with_header.status_code == 401
     assert with_header.json["error"]["message"] == "the session has ended; sign in again"
 
@@ -44,7 +45,7 @@ def test_the_code_exchange_needs_the_header(cookie_client):
     response = cookie_client.post("/auth/exchange", json={})
     assert response.status_code == 403
     assert response.json["error"]["message"] == "this call needs the header X-CSRF: 1"
-    assert cookie_client.post("/auth/exchange", json={}, headers={"X-CSRF": "1"}).status_code == 400
+    assert cookie_client.post("/auth/exchange", json={}, headers=CSRF).status_code == 400
 
 
 def test_sign_out_needs_the_header_or_a_same_origin_form(cookie_client):
