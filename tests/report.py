@@ -28,6 +28,12 @@ SECTIONS = [
     ("tests/integration/test_faults.py", "Faults", "Redis stopped and slowed, identity provider gone"),
     ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)", "valid and invalid generated requests"),
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
+    ("tests/integration/test_session_security.py", "Session security",
+     "refresh token revoked at sign-out, refreshed ID tokens checked like the first"),
+    ("tests/integration/test_bounds.py", "Bounds", "pending sign-ins per browser, rate limits, Redis out of memory, "
+     "no pickle read"),
+    ("tests/unit/test_hardening.py", "Bounds", ""),
+    ("tests/integration/test_provider_hang.py", "Provider hang", "bearer calls keep flowing while refreshes hang"),
     ("tests/integration/test_metrics.py", "Metrics",
      "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),

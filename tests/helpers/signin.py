@@ -54,13 +54,13 @@ def cookie_value(client, name: str = SESSION_COOKIE) -> str | None:
     return cookie.value if cookie else None
 
 
-
 def stored_session_tokens(app, client) -> dict | None:
     """The token set the app keeps in Redis for the session of an in-process `client`."""
     cookie = cookie_value(client, app.config["SESSION_COOKIE_NAME"])
     redis = app.extensions["profile_poke"].store.redis
     raw = redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).token_set(session_ref(app.config["SECRET_KEY"], cookie)))
     return json.loads(raw) if raw else None
+
 
 def token_key(env: dict, cookie: str) -> str:
     """The Redis key of the token set of the session whose cookie is `cookie`."""

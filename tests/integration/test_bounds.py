@@ -19,17 +19,11 @@ from app.store.logins import MAX_PENDING
 from config import Config
 from dev import oidc_driver
 from dev.services import free_port, start_redis
-from tests.integration.conftest import (
-    PASSWORD,
-    callback_path,
-    import_demo_users,
-    integration_env,
-    signed_in_client,
-    start_login,
-)
+from tests.helpers.real_services import PASSWORD, import_demo_users, integration_env
+from tests.helpers.settings import CSRF, SESSION_COOKIE
+from tests.helpers.signin import callback_path, signed_in_client, start_login
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def state_of(url: str) -> str:
@@ -99,7 +93,7 @@ def test_a_pickle_in_a_session_key_is_never_unpickled(app, redis, tmp_path):
     key = Keys(app.config["REDIS_KEY_PREFIX"]).session(session_ref(app.config["SECRET_KEY"], sid))
     redis.set(key, pickle.dumps(Exploit()), ex=60)
     client = app.test_client()
-    client.set_cookie("pp_session", sid)
+    client.set_cookie(SESSION_COOKIE, sid)
     response = client.get("/auth/session")
     assert (response.status_code, response.json) == (200, {"authenticated": False})
     assert not marker.exists()

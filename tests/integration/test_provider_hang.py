@@ -6,7 +6,7 @@ import pytest
 
 from bench.hang import DELAY_MS, SESSIONS, SHORT_CLIENT, bearer_calls_while_refreshes_hang, prepare
 from dev.services import free_port
-from tests.integration.conftest import integration_env, start_live_app, start_own_idp
+from tests.helpers.real_services import integration_env, start_live_app, start_own_idp
 
 pytestmark = pytest.mark.integration
 P99_LIMIT_MS = 100

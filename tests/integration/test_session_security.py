@@ -5,10 +5,10 @@ import pytest
 import requests
 
 from dev import oidc_driver
-from tests.integration.conftest import signed_in_client, stored_session_tokens
+from tests.helpers.settings import CSRF
+from tests.helpers.signin import signed_in_client, stored_session_tokens
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 def test_a_refresh_token_revoked_at_logout_gets_invalid_grant_from_the_provider(app, idp):

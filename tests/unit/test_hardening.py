@@ -11,7 +11,7 @@ from app import create_app
 from app.auth.flow import safe_return_to
 from app.auth.sessions import MsgpackOnly
 from config import Config, ConfigError
-from tests.conftest import app_env
+from tests.helpers.settings import CSRF, app_env
 
 HSTS = "max-age=63072000; includeSubDomains"
 
@@ -28,9 +28,7 @@ def test_hsts_is_on_every_response_exactly_when_cookies_are_secure(stub_issuer, 
 def test_deeply_nested_json_to_exchange_is_a_400_without_a_traceback(unit_client, caplog):
     caplog.set_level(logging.DEBUG)
     body = "[" * 30_000 + "]" * 30_000  # inside MAX_CONTENT_LENGTH
-    response = unit_client.post(
-        "/auth/exchange", data=body, headers={"X-CSRF": "1", "Content-Type": "application/json"}
-    )
+    response = unit_client.post("/auth/exchange", data=body, headers={**CSRF, "Content-Type": "application/json"})
     assert response.status_code == 400
     assert response.json["error"] == {
         "code": "invalid_request",
