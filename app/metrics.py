@@ -39,7 +39,7 @@ REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed
 
 bp = Blueprint("metrics", __name__)
 _enabled = False
-_request_series: dict[tuple, object] = {}  # labels -> child: .labels() takes a lock on every call
+_series: dict[tuple, object] = {}  # (metric, labels) -> child: .labels() takes a lock on every call
 
 
 def init_metrics(app: Flask) -> None:
@@ -57,11 +57,16 @@ def _count_request(response):
     rule = request.url_rule
     labels = (rule.rule if rule is not None else UNMATCHED,
               request.method if request.method in METHODS else "other", response.status_code)  # fmt: skip
-    series = _request_series.get(labels)
-    if series is None:
-        series = _request_series.setdefault(labels, DURATION.labels(*labels))
-    series.observe(time.perf_counter() - started if started is not None else 0.0)
+    _child(DURATION, *labels).observe(time.perf_counter() - started if started is not None else 0.0)
     return response
+
+
+def _child(metric, *labels):
+    """`metric.labels(*labels)`, remembered (every label set is bounded: templates and outcomes)."""
+    child = _series.get((metric, labels))
+    if child is None:
+        child = _series.setdefault((metric, labels), metric.labels(*labels))
+    return child
 
 
 @contextmanager
@@ -82,16 +87,16 @@ def provider_call(endpoint: str, *, refresh: bool = False):
         outcome = "timeout"
         raise
     finally:
-        IDP_REQUESTS.labels(endpoint, outcome).inc()
-        IDP_DURATION.labels(endpoint, outcome).observe(time.perf_counter() - started)
+        _child(IDP_REQUESTS, endpoint, outcome).inc()
+        _child(IDP_DURATION, endpoint, outcome).observe(time.perf_counter() - started)
         if refresh:
-            REFRESHES.labels(REFRESH_OUTCOMES[outcome]).inc()
+            _child(REFRESHES, REFRESH_OUTCOMES[outcome]).inc()
 
 
 def count_redis_error(error: Exception) -> None:
     """One Redis failure that the service answered with 503."""
     if _enabled:
-        REDIS_ERRORS.labels(type(error).__name__).inc()
+        _child(REDIS_ERRORS, type(error).__name__).inc()
 
 
 @contextmanager
@@ -108,7 +113,7 @@ def poke_observed():
         outcome = _poke_outcome(error)
         raise
     finally:
-        POKES.labels(outcome).inc()
+        _child(POKES, outcome).inc()
 
 
 def _poke_outcome(error: Exception) -> str:

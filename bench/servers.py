@@ -26,6 +26,9 @@ CANDIDATES = {
     "gevent 2": ["--worker-class", "gevent", "--workers", "2"],
     "gevent 3": ["--worker-class", "gevent", "--workers", "3"],
     "gevent 4": ["--worker-class", "gevent", "--workers", "4"],
+    # Keep-alive saves a connection per request; sync workers cannot keep a connection open.
+    "gthread 3x8 keep-alive": ["--worker-class", "gthread", "--workers", "3", "--threads", "8", "--keep-alive", "5"],
+    "gevent 3 keep-alive": ["--worker-class", "gevent", "--workers", "3", "--keep-alive", "5"],
 }
 
 
@@ -79,6 +82,7 @@ def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_f
         raise BenchFailed(f"{name}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
                           f"{figures['socket_errors']} socket errors:\n{output}")  # fmt: skip
     figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    figures["cpu_us"] = sum(used) / max(1, figures["requests"]) * 1e6
     figures["split"] = "/".join(f"{100 * part / (sum(used) or 1):.0f}" for part in sorted(used, reverse=True))
     print(f"{name}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
           f"p99 {figures['p99_us'] / 1000:.2f} ms, worker CPU split {figures['split']} %", flush=True)  # fmt: skip
