@@ -211,10 +211,10 @@ def run(started: list) -> None:
         f"`wrk -t{WRK_THREADS} -c{CONNECTIONS} -d{SECONDS}s`, all on the same cores."
     )
     RESULTS.mkdir(exist_ok=True)
-    name = "large" if LARGE else "latest"
-    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
     report = markdown(results, {n: f["split"] for n, f in measured.items()}, machine)
-    (RESULTS / f"{name}.md").write_text(report)
+    for name in ("latest", "large") if LARGE else ("latest",):
+        (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+        (RESULTS / f"{name}.md").write_text(report)
     print(report)
 
 
