@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from config import Config
 
 from .api.routes import bp as api_bp
+from .auth.browser_sessions import BrowserSessions
 from .auth.oidc import LoginClient
 from .auth.routes import bp as auth_bp
 from .auth.session_tokens import SessionTokens
@@ -65,6 +66,16 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         timeout=config.IDP_TIMEOUT,
         leeway=config.TOKEN_LEEWAY,
     )
+    session_tokens = SessionTokens(
+        store.token_sets,
+        login_client,
+        store.session_index,
+        secret_key=config.SECRET_KEY,
+        secret_key_fallbacks=tuple(config.SECRET_KEY_FALLBACKS),
+        idle_timeout=config.SESSION_IDLE_TIMEOUT,
+        max_age=config.SESSION_MAX_AGE,
+        idp_timeout=config.IDP_TIMEOUT,
+    )
     app.extensions["profile_poke"] = Services(
         store=store,
         provider=provider,
@@ -72,16 +83,22 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
             provider, audience=config.API_AUDIENCE, login_clients=config.LOGIN_CLIENT_IDS, leeway=config.TOKEN_LEEWAY
         ),
         login_client=login_client,
-        session_tokens=SessionTokens(
+        session_tokens=session_tokens,
+        browser_sessions=BrowserSessions(
+            session_tokens,
             store.token_sets,
+            store.session_index,
             login_client,
-            secret_key=config.SECRET_KEY,
             idle_timeout=config.SESSION_IDLE_TIMEOUT,
-            max_age=config.SESSION_MAX_AGE,
-            idp_timeout=config.IDP_TIMEOUT,
         ),
     )
-    app.session_interface = BffSessionInterface(app, redis, store.keys, config.SECRET_KEY)
+    app.session_interface = BffSessionInterface(
+        app,
+        redis,
+        store.keys,
+        config.SECRET_KEY,
+        migrate=session_tokens.migrate if config.SECRET_KEY_FALLBACKS else None,
+    )
     init_limiter(
         app, redis, url=config.REDIS_URL, prefix=config.REDIS_KEY_PREFIX, socket_timeout=config.REDIS_SOCKET_TIMEOUT
     )

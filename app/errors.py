@@ -83,6 +83,14 @@ class Unavailable(ApiError):
         return {"Retry-After": RETRY_AFTER_UNAVAILABLE}
 
 
+class NotFound(ApiError):
+    status, code = 404, "not_found"
+
+
+class BadLogoutToken(Exception):
+    """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`."""
+
+
 class ProviderUnavailable(Exception):
     """The identity provider could not be reached or answered nonsense."""
 
@@ -119,6 +127,11 @@ def _wants_page() -> bool:
 
 def handle_api_error(error: ApiError):
     return _envelope(error.status, error.code, error.message, error.headers())
+
+
+def handle_bad_logout_token(error: BadLogoutToken):
+    # Back-Channel Logout 1.0 section 2.8: an OAuth-style error body, not the API envelope.
+    return jsonify(error="invalid_request", error_description=str(error)), 400, {"Cache-Control": "no-store"}
 
 
 def handle_unknown_user(error: UnknownUser):
@@ -211,6 +224,7 @@ def handle_unexpected(error: Exception):
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ApiError, handle_api_error)
     app.register_error_handler(UnknownUser, handle_unknown_user)
+    app.register_error_handler(BadLogoutToken, handle_bad_logout_token)
     app.register_error_handler(PokeFailed, handle_poke_failed)
     app.register_error_handler(LoginFailed, handle_login_failed)
     for exception in REDIS_DOWN:

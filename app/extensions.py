@@ -16,6 +16,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
 if TYPE_CHECKING:  # only names for the types: app.metrics reads services() and the login client imports it
+    from .auth.browser_sessions import BrowserSessions
     from .auth.oidc import LoginClient
     from .auth.session_tokens import SessionTokens
     from .store import Store
@@ -29,6 +30,7 @@ class Services:
     access_tokens: AccessTokens
     login_client: LoginClient
     session_tokens: SessionTokens
+    browser_sessions: BrowserSessions
 
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}

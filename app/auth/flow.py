@@ -15,6 +15,7 @@ from flask import current_app, request, session
 from ..errors import LoginFailed, Unauthorized
 from ..extensions import services
 from ..store.profiles import NoProfile, SubjectClash
+from .user_agents import user_agent_label
 
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_RETURN_TO = 512
@@ -127,8 +128,10 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
     current_app.session_interface.regenerate(session)
     session.clear()
     record = services().session_tokens.start(
-        session.sid, username=profile.username, sub=claims["sub"], response=response
-    )
+        session.sid, username=profile.username, sub=claims["sub"], response=response,
+        provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
+        user_agent=user_agent_label(request.headers.get("User-Agent")),
+    )  # fmt: skip
     session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
 
 

@@ -3,19 +3,12 @@
 from flask import Blueprint, current_app, redirect, request
 from marshmallow import ValidationError
 
-from ..errors import Forbidden, LoginFailed
-from ..extensions import limiter
+from ..errors import BadLogoutToken, Forbidden, LoginFailed, Unauthorized
+from ..extensions import limiter, services
 from ..prefixes import AUTH_PREFIX
 from ..security import CSRF_HEADER, sent_csrf_header
-from .flow import (
-    begin_login,
-    exchange_code,
-    finish_login,
-    new_login_binding,
-    safe_return_to,
-    session_info,
-    sign_out,
-)
+from .backchannel import MAX_AGE, logout_token_claims
+from .flow import begin_login, exchange_code, finish_login, new_login_binding, safe_return_to, session_info, sign_out
 from .schemas import ExchangeRequestSchema
 
 bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
@@ -75,6 +68,46 @@ def logout():
         raise Forbidden(f"sign-out needs the header {CSRF_HEADER}: 1 or a same-origin form")
     url = sign_out()
     return {"logout_url": url} if fetch else redirect(url, 303)
+
+
+@bp.post("/backchannel-logout")
+def backchannel_logout():
+    config = current_app.config
+    claims = logout_token_claims(
+        services().provider, request.form.get("logout_token"), client_id=config["OIDC_CLIENT_ID"],
+        leeway=config["TOKEN_LEEWAY"],
+    )  # fmt: skip
+    if not services().store.session_index.first_use_of_logout_token(claims["jti"], MAX_AGE):
+        raise BadLogoutToken("this logout token was already used")
+    services().browser_sessions.end_for_logout_token(claims)
+    return "", 200
+
+
+@bp.get("/sessions")
+def your_sessions():
+    return {"sessions": services().browser_sessions.listing(_session_cookie())}
+
+
+@bp.delete("/sessions/<session_id>")
+def end_one_session(session_id: str):
+    services().browser_sessions.end_one(_session_cookie(), session_id)
+    return "", 204
+
+
+@bp.delete("/sessions")
+def end_other_sessions():
+    services().browser_sessions.end_others(_session_cookie())
+    return "", 204
+
+
+def _session_cookie() -> str:
+    """The session cookie of a call that reads or changes sessions: with X-CSRF: 1, or 403."""
+    cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
+    if not cookie:
+        raise Unauthorized("sign in first")
+    if not sent_csrf_header(request.headers):
+        raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")
+    return cookie
 
 
 def _same_origin_form() -> bool:

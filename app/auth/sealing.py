@@ -1,9 +1,9 @@
 """Tokens at rest: AES-GCM under a key derived (HKDF-SHA256) from the session cookie value and
 SECRET_KEY, so the contents of Redis alone (a dump, a replica) yield no token and no session.
 
-The key name a record lives under (an HMAC of the cookie) is bound in as associated data, so a
-sealed value moved to another session's key does not open there. Older keys from
-SECRET_KEY_FALLBACKS still open records; the caller re-seals those under the current key.
+Each cookie has its own key, so a sealed value copied to another session's record does not open
+there. Older keys from SECRET_KEY_FALLBACKS still open records; the caller re-seals those under the
+current key.
 """
 
 import base64
@@ -33,13 +33,13 @@ class Sealer:
     def __init__(self, secret: str, fallbacks: list[str]):
         self._secrets = [secret, *fallbacks]
 
-    def seal(self, cookie: str, ref: str, plaintext: bytes) -> str:
-        """`plaintext` encrypted for the session `cookie` whose Redis name is `ref`."""
+    def seal(self, cookie: str, plaintext: bytes) -> str:
+        """`plaintext` encrypted for the session `cookie`."""
         nonce = secrets.token_bytes(NONCE_BYTES)
-        sealed = AESGCM(_key(cookie, self._secrets[0])).encrypt(nonce, plaintext, ref.encode())
+        sealed = AESGCM(_key(cookie, self._secrets[0])).encrypt(nonce, plaintext, INFO)
         return f"{VERSION}.{base64.urlsafe_b64encode(nonce + sealed).decode()}"
 
-    def open(self, cookie: str, ref: str, value) -> tuple[bytes, bool]:
+    def open(self, cookie: str, value) -> tuple[bytes, bool]:
         """The plaintext, and whether it was sealed under an older key (seal it again); Unsealable
         when no key opens it."""
         if not isinstance(value, str) or not value.startswith(f"{VERSION}."):
@@ -51,7 +51,7 @@ class Sealer:
         nonce, sealed = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
         for index, secret in enumerate(self._secrets):
             try:
-                return AESGCM(_key(cookie, secret)).decrypt(nonce, sealed, ref.encode()), index > 0
+                return AESGCM(_key(cookie, secret)).decrypt(nonce, sealed, INFO), index > 0
             except InvalidTag:
                 continue
         raise Unsealable("no key opens it")

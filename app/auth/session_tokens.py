@@ -4,8 +4,13 @@ request at a time per session (across every worker and instance), removed at sig
 Why it is safe: a refresh holds the session's lock for longer than the refresh HTTP call may take,
 and writes its result only by compare-and-set on the version it read, so even a lock that expired
 could never put an older refresh token over a newer one.
+
+At rest the three tokens are sealed (app.auth.sealing) under a key only the cookie opens; the rest of
+the record (user, times, version) stays readable for the compare-and-set and "your sessions". A
+record no key opens, or one from before sealing, ends its session.
 """
 
+import json
 import logging
 import secrets
 import time
@@ -13,8 +18,10 @@ from dataclasses import dataclass
 
 from ..errors import LoginFailed, ProviderUnavailable, Unauthorized, Unavailable
 from ..store.profiles import Profile
+from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
 from .oidc import LoginClient, RefreshRejected
+from .sealing import Sealer, Unsealable
 from .sessions import session_ref
 
 REFRESH_MARGIN = 60
@@ -22,6 +29,9 @@ IDLE_TOUCH_SLACK_MS = 60_000
 WAIT_STEP = 0.05
 SESSION_ENDED = "the session has ended; sign in again"
 SESSION_USERS_CACHED = 100_000
+SEALED = ("access_token", "refresh_token", "id_token")
+# A refresh token sealed under SECRET_KEY alone, so that your other session can revoke it.
+REVOCATION_COOKIE = "refresh-token revocation"
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +52,10 @@ class SessionTokens:
         self,
         token_sets: TokenSets,
         login_client: LoginClient,
+        index: SessionIndex,
         *,
         secret_key: str,
+        secret_key_fallbacks: tuple[str, ...] = (),
         idle_timeout: float,
         max_age: float,
         idp_timeout: float,
@@ -52,7 +64,10 @@ class SessionTokens:
     ):
         self._token_sets = token_sets
         self._login_client = login_client
+        self._index = index
         self._secret_key = secret_key
+        self._fallbacks = tuple(secret_key_fallbacks)
+        self._sealer = Sealer(secret_key, list(secret_key_fallbacks))
         self._idle_timeout = idle_timeout
         self._max_age = max_age
         # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
@@ -62,10 +77,15 @@ class SessionTokens:
         # A session's user never changes (a new sign-in gets a new session), so a process may keep it.
         self._session_users: dict[str, str] = {}
 
-    def start(self, sid: str, *, username: str, sub: str, response: dict) -> dict:
-        """Store the token response of a fresh sign-in as the token set of session `sid`."""
+    def start(
+        self, sid: str, *, username: str, sub: str, response: dict, provider_sid: str | None = None,
+        user_agent: str = "unknown browser",
+    ) -> dict:  # fmt: skip
+        """Store the token response of a fresh sign-in as the token set of session `sid`, and index the
+        session under its user and its provider session (`provider_sid`, the ID token's `sid`)."""
         now = time.time()
         base = {
+            "id": secrets.token_urlsafe(16),  # the session's public name in "your sessions"; not the cookie
             "user": username,
             "sub": sub,
             "started": now,
@@ -73,22 +93,49 @@ class SessionTokens:
             "refresh_token": None,
             "id_token": None,
             "scope": "",
+            "user_agent": user_agent,
         }
         record = _with_response(base, response, now)
-        self._token_sets.create(self._ref(sid), record, self._ttl_ms(record, now))
+        ref = self._ref(sid)
+        self._token_sets.create(ref, self._sealed(sid, record), self._ttl_ms(record, now))
+        entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
+        self._index.add(sub=sub, session_id=record["id"], entry=entry, provider_sid=provider_sid)
         return record
 
     def end(self, sid: str) -> dict | None:
         """Remove everything session `sid` keeps in Redis; return the token set it held."""
         ref = self._ref(sid)
-        record, _ = self._token_sets.load(ref)
+        record, _ = self._load(sid, ref)
         self._token_sets.delete(ref)
         self._session_users.pop(ref, None)
+        if record:
+            self._index.forget(sub=record["sub"], session_ids=[record["id"]])
         return record
 
     def current(self, sid: str) -> dict:
         """The live token set of session `sid`, its idle expiry pushed back; Unauthorized without one."""
-        return self._current(self._ref(sid))
+        return self._current(sid, self._ref(sid))
+
+    def revocable_refresh_token(self, ref: str) -> str | None:
+        """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
+        stored, _ = self._token_sets.load(ref)
+        try:
+            return self._sealer.open(REVOCATION_COOKIE, stored["revocable"])[0].decode() if stored else None
+        except (Unsealable, KeyError):
+            return None
+
+    def migrate(self, sid: str) -> None:
+        """Move a session stored under a SECRET_KEY_FALLBACKS name to its name under SECRET_KEY."""
+        ref = self._ref(sid)
+        if not self._fallbacks or self._token_sets.exists(ref):
+            return
+        for old in self._fallbacks:
+            stored = self._token_sets.move(session_ref(old, sid), ref)
+            if stored:
+                entry = {"ref": ref, "started": stored["started"], "ends": stored["ends"],
+                         "user_agent": stored.get("user_agent", "unknown browser")}  # fmt: skip
+                self._index.add(sub=stored["sub"], session_id=stored["id"], entry=entry, provider_sid=None)
+                return
 
     def credential_for_cookie(self, cookie: str) -> SessionCredential:
         """A usable access token for the session the cookie names, refreshed when near expiry, with the
@@ -98,21 +145,53 @@ class SessionTokens:
         username = self._session_users.get(ref)
         profile = None
         if username:
-            record, ttl_ms, raw_profile = self._token_sets.load_with_profile(ref, username)
+            stored, ttl_ms, raw_profile = self._token_sets.load_with_profile(ref, username)
+            record = self._opened(cookie, ref, stored)
             profile = Profile.from_hash(raw_profile) if raw_profile else None
         else:
-            record, ttl_ms = self._token_sets.load(ref)
+            record, ttl_ms = self._load(cookie, ref)
+        if record is None and self._fallbacks:
+            self.migrate(cookie)
+            record, ttl_ms = self._load(cookie, ref)
         record = self._live(ref, record, ttl_ms)
         if record["expires_at"] - time.time() < REFRESH_MARGIN:
-            record = self._refreshed(ref, record)
+            record = self._refreshed(cookie, ref, record)
         return SessionCredential(record["access_token"], profile)
 
     def _ref(self, sid: str) -> str:
         return session_ref(self._secret_key, sid)
 
-    def _current(self, ref: str) -> dict:
-        record, ttl_ms = self._token_sets.load(ref)
+    def _current(self, sid: str, ref: str) -> dict:
+        record, ttl_ms = self._load(sid, ref)
         return self._live(ref, record, ttl_ms)
+
+    def _load(self, sid: str, ref: str) -> tuple[dict | None, int]:
+        stored, ttl_ms = self._token_sets.load(ref)
+        return self._opened(sid, ref, stored), ttl_ms
+
+    def _opened(self, sid: str, ref: str, stored: dict | None) -> dict | None:
+        """The record with its tokens unsealed; None (and the session ended) when they cannot be."""
+        if stored is None:
+            return None
+        try:
+            plaintext, stale = self._sealer.open(sid, stored.get("sealed"))
+        except Unsealable as error:
+            log.warning("session ended: its tokens cannot be unsealed (%s)", error)
+            self._token_sets.delete(ref)
+            return None
+        record = {**{k: v for k, v in stored.items() if k not in {"sealed", "revocable"}}, **json.loads(plaintext)}
+        if stale and self._token_sets.replace(ref, record["v"], self._sealed(sid, record)):
+            record["v"] += 1  # sealed again under the current SECRET_KEY
+        return record
+
+    def _sealed(self, sid: str, record: dict) -> dict:
+        """`record` as stored: its tokens sealed for the cookie `sid`, the refresh token also for revocation."""
+        secret = json.dumps({name: record.get(name) for name in SEALED}).encode()
+        stored = {name: value for name, value in record.items() if name not in SEALED}
+        stored["sealed"] = self._sealer.seal(sid, secret)
+        if record.get("refresh_token"):
+            stored["revocable"] = self._sealer.seal(REVOCATION_COOKIE, record["refresh_token"].encode())
+        return stored
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
         if record is None:
@@ -128,7 +207,7 @@ class SessionTokens:
             self._token_sets.extend(ref, wanted_ms)
         return record
 
-    def _refreshed(self, ref: str, record: dict) -> dict:
+    def _refreshed(self, sid: str, ref: str, record: dict) -> dict:
         try:
             self._login_client.discover()  # any discovery fetch happens now, not while holding the lock
         except ProviderUnavailable:
@@ -141,26 +220,26 @@ class SessionTokens:
         owner = secrets.token_hex(16)
         if self._token_sets.lock(ref, owner, self._lock_ms):
             try:
-                return self._refresh_locked(ref)
+                return self._refresh_locked(sid, ref)
             finally:
                 self._token_sets.unlock(ref, owner)
         if _still_valid(record):
             return record
-        return self._wait_for_refresh(ref, record["v"])
+        return self._wait_for_refresh(sid, ref, record["v"])
 
-    def _wait_for_refresh(self, ref: str, version: int) -> dict:
+    def _wait_for_refresh(self, sid: str, ref: str, version: int) -> dict:
         deadline = time.monotonic() + self._refresh_wait
         while time.monotonic() < deadline:
             time.sleep(WAIT_STEP)
-            latest, _ = self._token_sets.load(ref)
+            latest, _ = self._load(sid, ref)
             if latest is None:
                 raise Unauthorized(SESSION_ENDED)
             if latest["v"] != version:
                 return latest
         raise Unavailable("the session's tokens are being refreshed; try again")
 
-    def _refresh_locked(self, ref: str) -> dict:
-        latest, _ = self._token_sets.load(ref)
+    def _refresh_locked(self, sid: str, ref: str) -> dict:
+        latest, _ = self._load(sid, ref)
         if latest is None:
             raise Unauthorized(SESSION_ENDED)
         if latest["expires_at"] - time.time() >= REFRESH_MARGIN:
@@ -174,7 +253,7 @@ class SessionTokens:
             # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
             if self._token_sets.end_if_version(ref, latest["v"]):
                 raise Unauthorized(SESSION_ENDED) from None
-            return self._stored_after_race(ref)
+            return self._stored_after_race(sid, ref)
         except ProviderUnavailable:
             if _still_valid(latest):
                 return latest
@@ -183,8 +262,8 @@ class SessionTokens:
             self._token_sets.end_if_version(ref, latest["v"])
             raise Unauthorized(SESSION_ENDED)
         updated = _with_response(latest, response, time.time())
-        if not self._token_sets.replace(ref, latest["v"], updated):
-            return self._stored_after_race(ref)
+        if not self._token_sets.replace(ref, latest["v"], self._sealed(sid, updated)):
+            return self._stored_after_race(sid, ref)
         return {**updated, "v": latest["v"] + 1}
 
     def _same_user(self, id_token: str, sub: str) -> bool:
@@ -199,8 +278,8 @@ class SessionTokens:
             return False
         return True
 
-    def _stored_after_race(self, ref: str) -> dict:
-        newer, _ = self._token_sets.load(ref)
+    def _stored_after_race(self, sid: str, ref: str) -> dict:
+        newer, _ = self._load(sid, ref)
         if newer is None:
             raise Unauthorized(SESSION_ENDED)
         return newer

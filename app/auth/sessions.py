@@ -15,7 +15,7 @@ from flask import Flask, Request
 from flask_session.base import Serializer, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 
-from ..prefixes import AUTH_PREFIX
+from ..prefixes import AUTH_PREFIX, BACKCHANNEL_LOGOUT_PATH
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,14 @@ class MsgpackOnly(Serializer):
 class BffSessionInterface(RedisSessionInterface):
     """Server-side sessions in any redis-py client, Redis Cluster included."""
 
-    def __init__(self, app: Flask, client, keys, secret: str):
+    def __init__(self, app: Flask, client, keys, secret: str, *, migrate=None):
         # RedisSessionInterface refuses clients that are not redis.Redis (a cluster client is not).
         ServerSideSessionInterface.__init__(self, app, key_prefix="", use_signer=False, permanent=False, sid_length=32)
         self.client = client
         self.serializer = MsgpackOnly()
         self._keys = keys
         self._secret = secret
+        self._migrate = migrate  # moves a session named under a SECRET_KEY_FALLBACKS key to SECRET_KEY's
 
     def _get_store_id(self, sid: str) -> str:
         return self._keys.session(session_ref(self._secret, sid))
@@ -66,9 +67,13 @@ class BffSessionInterface(RedisSessionInterface):
         super()._upsert_session(session_lifetime, session, store_id)
 
     def open_session(self, app: Flask, request: Request):
-        if not request.path.startswith(f"{AUTH_PREFIX}/"):
-            # Other routes never use flask.session; skipping the load saves a Redis read.
+        if not request.path.startswith(f"{AUTH_PREFIX}/") or request.path == BACKCHANNEL_LOGOUT_PATH:
+            # Other routes never use flask.session (the provider's back-channel call has no cookie);
+            # skipping the load saves a Redis read.
             return self.session_class(sid="", permanent=False)
+        cookie = request.cookies.get(self.get_cookie_name(app))
+        if cookie and self._migrate:
+            self._migrate(cookie)
         return super().open_session(app, request)
 
     def save_session(self, app: Flask, session, response) -> None:

@@ -4,6 +4,7 @@ from .keys import Keys
 from .logins import PendingLogins
 from .pokes import Pokes
 from .profiles import Profiles
+from .session_index import SessionIndex
 from .tokensets import TokenSets
 
 
@@ -17,3 +18,4 @@ class Store:
         self.pokes = Pokes(redis, self.keys)
         self.logins = PendingLogins(redis, self.keys)
         self.token_sets = TokenSets(redis, self.keys)
+        self.session_index = SessionIndex(redis, self.keys)

@@ -37,5 +37,14 @@ class Keys:
     def refresh_lock(self, session_ref: str) -> str:
         return f"{self.prefix}refresh-lock:{session_ref}"
 
+    def sessions_of_subject(self, sub: str) -> str:
+        return f"{self.prefix}sessions-of:{sub}"
+
+    def sessions_of_provider_session(self, provider_sid: str) -> str:
+        return f"{self.prefix}sessions-of-sid:{provider_sid}"
+
+    def logout_token(self, jti: str) -> str:
+        return f"{self.prefix}logout-jti:{jti}"
+
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"

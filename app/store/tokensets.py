@@ -81,13 +81,44 @@ class TokenSets:
         self._mark_active(pipe, ref, ttl_ms, only_known=True)
         pipe.execute()
 
-    def delete(self, ref: str) -> None:
-        """Remove everything the session keeps in Redis."""
+    def delete(self, ref: str) -> int:
+        """Remove everything the session keeps in Redis; 1 if it had a token set, else 0."""
         pipe = self._redis.pipeline(transaction=False)
         for key in (self._keys.token_set(ref), self._keys.session(ref), self._keys.refresh_lock(ref)):
             pipe.delete(key)
         pipe.zrem(self._keys.active_sessions(), ref)
+        return pipe.execute()[0]
+
+    def exists(self, ref: str) -> bool:
+        """Whether the session `ref` has a token set."""
+        return bool(self._redis.exists(self._keys.token_set(ref)))
+
+    def ttls(self, refs: list[str]) -> list[int]:
+        """The time to live in ms of each session's token set (negative when it is gone)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for ref in refs:
+            pipe.pttl(self._keys.token_set(ref))
+        return pipe.execute() if refs else []
+
+    def move(self, old: str, new: str) -> dict | None:
+        """Rename a session's keys from `old` to `new` with their expiries (after a SECRET_KEY
+        rotation); the token set it moved, or None when `old` had none. Not atomic: a rotation
+        happens once, and a concurrent mover writes the same thing."""
+        pipe = self._redis.pipeline(transaction=False)
+        for key in (self._keys.token_set(old), self._keys.session(old)):
+            pipe.get(key)
+            pipe.pttl(key)
+        raw_tokens, tokens_ttl, raw_session, session_ttl = pipe.execute()
+        if not raw_tokens or tokens_ttl <= 0:
+            return None
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.set(self._keys.token_set(new), raw_tokens, px=tokens_ttl)
+        if raw_session and session_ttl > 0:
+            pipe.set(self._keys.session(new), raw_session, px=session_ttl)
+        self._mark_active(pipe, new, tokens_ttl)
         pipe.execute()
+        self.delete(old)
+        return json.loads(raw_tokens)
 
     def count_active(self) -> int:
         """How many sessions are alive now: one sorted set of session -> expiry, its expired

@@ -20,6 +20,9 @@
 //   IDP_ID_TOKEN_TTL               ID token lifetime, seconds (default 300)
 //   IDP_SESSION_TTL                provider (SSO) session lifetime, seconds (default 28800)
 //   IDP_DEMO_PASSWORD              password of every demo account (default demo)
+//   IDP_BACKCHANNEL_LOGOUT_URI     back-channel logout URI of every login client (default: none); with
+//                                  it, ID tokens carry `sid` and ending a provider session POSTs a
+//                                  logout token there (OpenID Connect Back-Channel Logout 1.0)
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
@@ -69,6 +72,7 @@ const REFRESH_TTL = seconds('IDP_REFRESH_TOKEN_TTL', 28800);
 const ID_TOKEN_TTL = seconds('IDP_ID_TOKEN_TTL', 300);
 const SESSION_TTL = seconds('IDP_SESSION_TTL', 28800);
 const DEMO_PASSWORD = process.env.IDP_DEMO_PASSWORD || 'demo';
+const BACKCHANNEL_LOGOUT_URI = process.env.IDP_BACKCHANNEL_LOGOUT_URI || '';
 
 const REALM = '/realms/dev';
 const P = '/protocol/openid-connect'; // Keycloak's endpoint paths, relative to the realm
@@ -112,6 +116,9 @@ const CLIENTS = [
     redirect_uris: REDIRECT_URIS,
     post_logout_redirect_uris: POST_LOGOUT_URIS,
     scope: c.oidcScope,
+    ...(BACKCHANNEL_LOGOUT_URI
+      ? { backchannel_logout_uri: BACKCHANNEL_LOGOUT_URI, backchannel_logout_session_required: true }
+      : {}),
   })),
   ...['profile-poke-service', 'other-service'].map((clientId) => ({
     client_id: clientId,
@@ -302,6 +309,9 @@ function buildProvider(issuer) {
       short: { httpOnly: true, sameSite: 'lax' },
     },
     routes: ROUTES,
+    // The provider's own fetch refuses loopback addresses (SSRF protection); this dev provider's only
+    // outgoing call is the back-channel logout to the app under test, which runs on 127.0.0.1.
+    fetch: (url, { dispatcher, ...options }) => globalThis.fetch(url, options),
     responseTypes: ['code'],
     scopes: ['openid', 'profile', 'offline_access'],
     // Like Keycloak's default client scopes: the ID token always names the user.
@@ -338,6 +348,7 @@ function buildProvider(issuer) {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      backchannelLogout: { enabled: true },
       revocation: {
         enabled: true,
         allowedPolicy: async (ctx, client, token) => token.clientId === client.clientId,
@@ -411,7 +422,9 @@ function buildProvider(issuer) {
   });
 
   // The error bodies are generic; the reason goes to the log (never a token or a code).
-  for (const event of ['grant.error', 'authorization.error', 'end_session.error', 'revocation.error']) {
+  provider.on('backchannel.success', (ctx, client) => console.log(`dev-idp backchannel logout sent to ${client.clientId}`));
+  for (const event of ['grant.error', 'authorization.error', 'end_session.error', 'revocation.error',
+    'backchannel.error']) {
     provider.on(event, (ctx, err) => {
       console.log(`dev-idp ${event}: ${err.error || err.message} (${err.error_detail || err.error_description || ''})`);
     });

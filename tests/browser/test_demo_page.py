@@ -1,13 +1,13 @@
 """The demo page in real headless Chromium: sign in, own profile, poke, cooldown, sign out; and at
 every step no token in document.cookie, localStorage or sessionStorage."""
 
-import json
 import re
 
 import pytest
 from playwright.sync_api import expect
 
 from app.auth.sessions import session_ref
+from tests.helpers.sealed import opened_token_set
 from tests.helpers.settings import SESSION_COOKIE
 
 pytestmark = pytest.mark.browser
@@ -22,7 +22,7 @@ def browser_storage(page) -> str:
 def session_tokens(redis, live_app, page) -> list[str]:
     cookie = next(c["value"] for c in page.context.cookies() if c["name"] == SESSION_COOKIE)
     key = f"{live_app.env['REDIS_KEY_PREFIX']}tokens:{session_ref(live_app.env['SECRET_KEY'], cookie)}"
-    record = json.loads(redis.get(key))
+    record = opened_token_set(redis.get(key), live_app.env["SECRET_KEY"], cookie)
     return [record["access_token"], record["refresh_token"], record["id_token"]]
 
 

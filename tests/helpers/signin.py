@@ -1,6 +1,6 @@
-"""Signing in through the real provider, and reading what a session stored in Redis."""
+"""Signing in through the real provider, and reading what a session stored in Redis (its tokens
+unsealed with the cookie, as the app does)."""
 
-import json
 import time
 from urllib.parse import urlsplit
 
@@ -10,6 +10,7 @@ from app.auth.sessions import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
 from tests.helpers.real_services import PASSWORD
+from tests.helpers.sealed import opened_token_set
 from tests.helpers.settings import SESSION_COOKIE
 
 REFRESH_MARGIN = 60
@@ -59,7 +60,7 @@ def stored_session_tokens(app, client) -> dict | None:
     cookie = cookie_value(client, app.config["SESSION_COOKIE_NAME"])
     redis = app.extensions["profile_poke"].store.redis
     raw = redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).token_set(session_ref(app.config["SECRET_KEY"], cookie)))
-    return json.loads(raw) if raw else None
+    return opened_token_set(raw, app.config["SECRET_KEY"], cookie)
 
 
 def token_key(env: dict, cookie: str) -> str:
@@ -69,8 +70,8 @@ def token_key(env: dict, cookie: str) -> str:
 
 def stored_tokens(redis, env: dict, http: requests.Session) -> dict | None:
     """The token set stored for the live session `http` holds, or None."""
-    raw = redis.get(token_key(env, http.cookies[SESSION_COOKIE]))
-    return json.loads(raw) if raw else None
+    cookie = http.cookies[SESSION_COOKIE]
+    return opened_token_set(redis.get(token_key(env, cookie)), env["SECRET_KEY"], cookie)
 
 
 def wait_until_refresh_is_due(record: dict) -> None:

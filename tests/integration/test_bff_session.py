@@ -3,7 +3,6 @@ no token in the browser, sign-out, and the SPA code exchange."""
 
 import base64
 import hashlib
-import json
 import secrets
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -13,7 +12,7 @@ import requests
 from dev import oidc_driver
 from tests.helpers.real_services import PASSWORD
 from tests.helpers.settings import CSRF, CSRF_HEADER
-from tests.helpers.signin import signed_in_client, start_login
+from tests.helpers.signin import signed_in_client, start_login, stored_session_tokens
 
 pytestmark = pytest.mark.integration
 
@@ -53,8 +52,7 @@ def test_the_public_profile_ignores_the_cookie(app):
 
 def test_no_token_reaches_the_browser(app, redis):
     client = signed_in_client(app, "alice")
-    ref_keys = [k for k in redis.scan_iter(match=f"{app.config['REDIS_KEY_PREFIX']}tokens:*")]
-    tokens = json.loads(redis.get(ref_keys[0]))
+    tokens = stored_session_tokens(app, client)
     secrets_held = [tokens["access_token"], tokens["refresh_token"], tokens["id_token"]]
     bodies = [client.get(path, headers=CSRF).get_data(as_text=True)
               for path in ("/auth/session", "/api/v1/me/profile", "/")]  # fmt: skip

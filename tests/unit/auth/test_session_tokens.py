@@ -1,16 +1,19 @@
 """Every branch of the session-token refresh protocol, on fakeredis (which runs the store's Lua) with a
 fake provider-facing login client: one refresher, waiters, races lost and won, ends and extensions."""
 
+import json
 import threading
 import time
 
 import pytest
 
-from app.auth.session_tokens import SESSION_ENDED, SessionTokens
+from app.auth.sealing import Sealer
+from app.auth.session_tokens import SEALED, SESSION_ENDED, SessionTokens
 from app.auth.sessions import session_ref
 from app.errors import ProviderUnavailable, Unauthorized, Unavailable
 from app.store.keys import Keys
 from app.store.profiles import Profile
+from app.store.session_index import SessionIndex
 from app.store.tokensets import TokenSets
 from tests.helpers.fake_login_client import FakeLoginClient
 
@@ -19,6 +22,7 @@ SID = "the-cookie-value"
 REF = session_ref(SECRET, SID)
 IDLE = 1800
 KEYS = Keys("t:")
+SEALER = Sealer(SECRET, [])
 
 
 @pytest.fixture
@@ -34,8 +38,8 @@ def token_sets(fake_redis):
 @pytest.fixture
 def tokens(token_sets, login_client):
     return SessionTokens(
-        token_sets, login_client, secret_key=SECRET, idle_timeout=IDLE, max_age=28800, idp_timeout=0.05,
-        refresh_wait=0.3,
+        token_sets, login_client, SessionIndex(token_sets._redis, KEYS), secret_key=SECRET, idle_timeout=IDLE,
+        max_age=28800, idp_timeout=0.05, refresh_wait=0.3,
     )  # fmt: skip
 
 
@@ -44,15 +48,28 @@ def sign_in(tokens, *, expires_in: int, refresh_token: str | None = "rt-0") -> d
     return tokens.start(SID, username="alice", sub="sub-alice", response=response)
 
 
+def unsealed(raw: dict | None) -> dict | None:
+    """A stored token set with its sealed tokens opened (they are sealed for the cookie SID)."""
+    if raw is None:
+        return None
+    public = {name: value for name, value in raw.items() if name not in {"sealed", "revocable"}}
+    return {**public, **json.loads(SEALER.open(SID, raw["sealed"])[0])}
+
+
+def sealed(record: dict) -> dict:
+    public = {name: value for name, value in record.items() if name not in SEALED}
+    return {**public, "sealed": SEALER.seal(SID, json.dumps({name: record[name] for name in SEALED}).encode())}
+
+
 def store_newer(token_sets) -> None:
     """What a concurrent refresher (one whose lock may have expired) writes: the next version."""
-    record, _ = token_sets.load(REF)
+    record = stored(token_sets)
     newer = {**record, "access_token": "at-newer", "refresh_token": "rt-newer", "expires_at": time.time() + 300}
-    assert token_sets.replace(REF, record["v"], newer)
+    assert token_sets.replace(REF, record["v"], sealed(newer))
 
 
 def stored(token_sets) -> dict | None:
-    return token_sets.load(REF)[0]
+    return unsealed(token_sets.load(REF)[0])
 
 
 def lock_is_free(token_sets) -> bool:
@@ -221,7 +238,7 @@ def test_a_session_without_a_refresh_token_ends_when_its_token_expires(tokens, t
 
 def test_a_session_past_its_absolute_end_is_over(tokens, token_sets, login_client):
     record = sign_in(tokens, expires_in=300)
-    assert token_sets.replace(REF, 1, {**record, "ends": time.time() - 1})
+    assert token_sets.replace(REF, 1, sealed({**record, "ends": time.time() - 1}))
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert stored(token_sets) is None
@@ -252,7 +269,7 @@ def test_use_within_a_minute_of_the_last_extension_writes_nothing(tokens, fake_r
 
 def test_the_idle_expiry_never_passes_the_absolute_end(tokens, token_sets, fake_redis):
     record = sign_in(tokens, expires_in=300)
-    assert token_sets.replace(REF, 1, {**record, "ends": time.time() + 10})
+    assert token_sets.replace(REF, 1, sealed({**record, "ends": time.time() + 10}))
     fake_redis.pexpire(KEYS.token_set(REF), 1_000)
     tokens.current(SID)
     assert 5_000 < fake_redis.pttl(KEYS.token_set(REF)) <= 10_000
@@ -273,7 +290,14 @@ def test_the_profile_comes_with_the_token_once_the_process_knows_the_sessions_us
 
 def test_the_per_process_user_cache_is_bounded(token_sets, login_client, fake_redis):
     tokens = SessionTokens(
-        token_sets, login_client, secret_key=SECRET, idle_timeout=IDLE, max_age=28800, idp_timeout=0.05, users_cached=1
+        token_sets,
+        login_client,
+        SessionIndex(fake_redis, KEYS),
+        secret_key=SECRET,
+        idle_timeout=IDLE,
+        max_age=28800,
+        idp_timeout=0.05,
+        users_cached=1,
     )
     fake_redis.hset(KEYS.user("alice"), mapping=Profile("alice", "@alice", "Alice").to_hash())
     sign_in(tokens, expires_in=300)

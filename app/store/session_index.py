@@ -1,0 +1,61 @@
+"""Which browser sessions a user (`sub`) and a provider session (`sid`) have: for back-channel
+logout and for "your sessions". One hash per user and one per provider session, each field a
+session; a field is dropped once its session's absolute end has passed, and the key itself
+expires with the last of its sessions."""
+
+import json
+import time
+
+# Add one field, drop fields whose session has ended, and keep the key until the last one ends.
+_ADD = """
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local now, latest = tonumber(ARGV[3]), 0
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  local ends = cjson.decode(fields[i + 1])['ends']
+  if ends <= now then redis.call('HDEL', KEYS[1], fields[i]) elseif ends > latest then latest = ends end
+end
+redis.call('EXPIREAT', KEYS[1], math.ceil(latest))
+return 1
+"""
+
+
+class SessionIndex:
+    """Reads and writes the per-user and per-provider-session indexes of browser sessions."""
+
+    def __init__(self, redis, keys):
+        self._redis = redis
+        self._keys = keys
+        self._add = redis.register_script(_ADD)
+
+    def add(self, *, sub: str, session_id: str, entry: dict, provider_sid: str | None) -> None:
+        """Index a new session under its user and, when the provider named one, its provider session.
+        `entry` must hold `ref` (the session's Redis name) and `ends` (its absolute end, Unix time)."""
+        now = time.time()
+        self._add(keys=[self._keys.sessions_of_subject(sub)], args=[session_id, json.dumps(entry), now])
+        if provider_sid:
+            mark = json.dumps({"ref": entry["ref"], "ends": entry["ends"]})
+            self._add(keys=[self._keys.sessions_of_provider_session(provider_sid)], args=[entry["ref"], mark, now])
+
+    def of_subject(self, sub: str) -> dict[str, dict]:
+        """Every session of `sub` whose absolute end has not passed, by session id."""
+        raw = self._redis.hgetall(self._keys.sessions_of_subject(sub))
+        entries = {field.decode(): json.loads(value) for field, value in raw.items()}
+        now = time.time()
+        return {session_id: entry for session_id, entry in entries.items() if entry["ends"] > now}
+
+    def refs_of_provider_session(self, provider_sid: str) -> list[str]:
+        """The Redis names of the sessions begun in provider session `provider_sid`."""
+        return [field.decode() for field in self._redis.hkeys(self._keys.sessions_of_provider_session(provider_sid))]
+
+    def forget(self, *, sub: str, session_ids: list[str]) -> None:
+        """Drop sessions from their user's index (their provider-session entries simply expire)."""
+        if session_ids:
+            self._redis.hdel(self._keys.sessions_of_subject(sub), *session_ids)
+
+    def first_use_of_logout_token(self, jti: str, ttl_seconds: int) -> bool:
+        """Remember a logout token's `jti` for `ttl_seconds`; False when it was already seen."""
+        return bool(self._redis.set(self._keys.logout_token(jti), "1", nx=True, ex=ttl_seconds))
+
+    def forget_provider_session(self, provider_sid: str) -> None:
+        self._redis.delete(self._keys.sessions_of_provider_session(provider_sid))
