@@ -5,7 +5,7 @@ import re
 BROWSERS = [  # order matters: Edge and Chrome also say "Safari", Chrome-based Edge also says "Chrome"
     ("Edge", re.compile(r"\bEdg(e|A|iOS)?/")),
     ("Firefox", re.compile(r"\bFirefox/")),
-    ("Chrome", re.compile(r"\b(Chrome|Chromium|CriOS)/")),
+    ("Chrome", re.compile(r"(Chrome|Chromium|CriOS)/")),  # HeadlessChrome too
     ("Safari", re.compile(r"\bSafari/")),
     ("curl", re.compile(r"^curl/")),
     ("python-requests", re.compile(r"^python-requests/")),

@@ -58,6 +58,46 @@ async function loadOwnProfile() {
   show("own", true);
 }
 
+// "Your sessions": one entry per signed-in browser of this user; each but this one can be ended.
+async function loadSessions() {
+  const response = await api("/auth/sessions");
+  if (!response.ok) {
+    $("sessions-result").textContent = await errorText(response);
+    return;
+  }
+  const { sessions } = await response.json();
+  const items = sessions.map((entry) => {
+    const item = document.createElement("li");
+    item.dataset.sessionId = entry.id;
+    item.textContent = `${entry.user_agent}, signed in ${entry.started_at}, last used ${entry.last_used_at}`;
+    if (entry.current) {
+      item.append(" (this browser)");
+      item.classList.add("current");
+    } else {
+      const end = document.createElement("button");
+      end.type = "button";
+      end.textContent = "End";
+      end.addEventListener("click", () => endSession(entry.id));
+      item.append(" ", end);
+    }
+    return item;
+  });
+  $("session-list").replaceChildren(...items);
+  show("sessions", true);
+}
+
+async function endSession(id) {
+  const response = await api(`/auth/sessions/${encodeURIComponent(id)}`, { method: "DELETE" });
+  $("sessions-result").textContent = response.ok ? "Session ended." : await errorText(response);
+  await loadSessions();
+}
+
+$("end-others").addEventListener("click", async () => {
+  const response = await api("/auth/sessions", { method: "DELETE" });
+  $("sessions-result").textContent = response.ok ? "Every other session ended." : await errorText(response);
+  await loadSessions();
+});
+
 async function refreshSession() {
   const response = await api("/auth/session");
   const session = response.ok ? await response.json() : { authenticated: false };
@@ -66,7 +106,8 @@ async function refreshSession() {
   show("signout", session.authenticated);
   show("poke", session.authenticated);
   show("own", false);
-  if (session.authenticated) await loadOwnProfile();
+  show("sessions", false);
+  if (session.authenticated) await Promise.all([loadOwnProfile(), loadSessions()]);
 }
 
 $("lookup-form").addEventListener("submit", async (event) => {

@@ -74,3 +74,39 @@ def test_an_unknown_user_lookup_shows_the_plain_text_message(page, live_app):
     page.fill("#lookup-username", "nobody")
     page.click("#lookup-form button")
     expect(page.locator("#lookup-result")).to_have_text("user not found")
+
+
+def sign_in_on(page, live_app, username: str) -> None:
+    page.goto(f"{live_app.url}/")
+    page.click("#signin")
+    page.fill("#username", username)
+    page.fill("#password", "demo")
+    page.click("button[type=submit]")
+    expect(page.locator("#status")).to_have_text(f"Signed in as {username}")
+
+
+def test_your_sessions_from_two_browsers_and_ending_one_from_the_other(browser, live_app):
+    first, second = browser.new_context(), browser.new_context()
+    try:
+        mine, other = first.new_page(), second.new_page()
+        sign_in_on(mine, live_app, "carol")
+        sign_in_on(other, live_app, "carol")
+        other_id = other.locator("#session-list li.current").get_attribute("data-session-id")
+        mine.reload()
+        expect(mine.locator(f'#session-list li[data-session-id="{other_id}"]')).to_contain_text("Chrome on Linux")
+        expect(mine.locator("#session-list li.current")).to_have_count(1)
+        assert "this browser" in mine.locator("#session-list li.current").inner_text()
+        mine.click(f'#session-list li[data-session-id="{other_id}"] button')
+        expect(mine.locator("#sessions-result")).to_have_text("Session ended.")
+        expect(mine.locator(f'#session-list li[data-session-id="{other_id}"]')).to_have_count(0)
+
+        status = other.evaluate("() => fetch('/api/v1/me/profile', {headers: {'X-CSRF': '1'}}).then(r => r.status)")
+        assert status == 401
+        other.fill("#poke-username", "bob")
+        other.click("#poke-form button")
+        expect(other.locator("#poke-result")).to_have_text("Your session has ended; please sign in again.")
+        expect(other.locator("#status")).to_have_text("Signed out")
+        expect(mine.locator("#status")).to_have_text("Signed in as carol")
+    finally:
+        first.close()
+        second.close()
