@@ -10,6 +10,7 @@ from config import Config
 from .api.routes import bp as api_bp
 from .auth.browser_sessions import BrowserSessions
 from .auth.oidc import LoginClient
+from .auth.routes import RATE_LIMITED
 from .auth.routes import bp as auth_bp
 from .auth.session_tokens import SessionTokens
 from .auth.sessions import BffSessionInterface
@@ -32,6 +33,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     configure_app(app, config)
     register_extensions(app, config, redis)
     register_blueprints(app)
+    register_rate_limits(app, config)
     register_error_handlers(app)
     register_security_headers(app)
     configure_logging(app)
@@ -99,9 +101,6 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         config.SECRET_KEY,
         migrate=session_tokens.migrate if config.SECRET_KEY_FALLBACKS else None,
     )
-    init_limiter(
-        app, redis, url=config.REDIS_URL, prefix=config.REDIS_KEY_PREFIX, socket_timeout=config.REDIS_SOCKET_TIMEOUT
-    )
 
 
 def register_blueprints(app: Flask) -> None:
@@ -110,6 +109,14 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(web_bp)
     app.register_blueprint(health_bp)
     app.cli.add_command(users_cli)
+
+
+def register_rate_limits(app: Flask, config: Config) -> None:
+    """Limit sign-in starts and code exchanges per client address, counted in the app's Redis."""
+    init_limiter(
+        app, app.extensions["profile_poke"].store.redis, url=config.REDIS_URL, prefix=config.REDIS_KEY_PREFIX,
+        socket_timeout=config.REDIS_SOCKET_TIMEOUT, limits=RATE_LIMITED,
+    )  # fmt: skip
 
 
 def configure_proxy(app: Flask, config: Config) -> None:

@@ -4,11 +4,10 @@ import logging
 import time
 
 import redis
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
-from .extensions import limiter
 from .metrics import count_redis_error
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
@@ -180,7 +179,7 @@ def handle_redis_refusal(error: redis.ResponseError):
 
 def handle_rate_limited(error: RateLimitExceeded):
     message = "too many requests from this address; try again later"
-    breached = limiter.current_limit
+    breached = current_app.extensions["rate_limiter"].current_limit
     headers = {"Retry-After": str(max(1, int(breached.reset_at - time.time())) if breached else 60)}
     if _wants_page():
         return render_template("auth_error.html", message=message), 429, headers

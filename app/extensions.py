@@ -35,9 +35,6 @@ class Services:
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
 
-# Per client address (ProxyFix has already put the real one in remote_addr when PROXY_HOPS is set).
-limiter = Limiter(get_remote_address, strategy="fixed-window")
-
 
 def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
     """A redis-py client for `url` (a cluster client for `redis+cluster://host:port[,host:port]`)
@@ -61,8 +58,10 @@ def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
     )
 
 
-def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float) -> None:
-    """Bind the rate limiter to the same Redis as everything else, its keys under `prefix`."""
+def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float, limits: dict[str, str]) -> None:
+    """A rate limiter of this app's own on the same Redis as everything else (its keys under `prefix`),
+    counting per client address, for each endpoint of `limits` (endpoint -> the setting with its limit).
+    One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
     options = {"key_prefix": f"{prefix}limits"}
     parts = urlsplit(url)
     if parts.scheme in CLUSTER_SCHEMES:
@@ -71,8 +70,12 @@ def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: f
     else:
         uri = "redis://"  # the app's own connection pool is handed over below
         options["connection_pool"] = client.connection_pool
-    app.config.update(RATELIMIT_STORAGE_URI=uri, RATELIMIT_STORAGE_OPTIONS=options)
-    limiter.init_app(app)
+    # Per client address: ProxyFix has already put the real one in remote_addr when PROXY_HOPS is set.
+    limiter = Limiter(get_remote_address, app=app, strategy="fixed-window", storage_uri=uri, storage_options=options)
+    for endpoint, setting in limits.items():
+        limit = limiter.limit(lambda setting=setting: app.config[setting])
+        app.view_functions[endpoint] = limit(app.view_functions[endpoint])
+    app.extensions["rate_limiter"] = limiter
 
 
 def services() -> Services:

@@ -4,7 +4,7 @@ from flask import Blueprint, current_app, redirect, request
 from marshmallow import ValidationError
 
 from ..errors import BadLogoutToken, Forbidden, LoginFailed, Unauthorized
-from ..extensions import limiter, services
+from ..extensions import services
 from ..prefixes import AUTH_PREFIX
 from ..security import CSRF_HEADER, sent_csrf_header
 from .backchannel import MAX_AGE, logout_token_claims
@@ -12,10 +12,11 @@ from .flow import begin_login, exchange_code, finish_login, new_login_binding, s
 from .schemas import ExchangeRequestSchema
 
 bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
+# Endpoints limited per client address, and the setting that holds each limit (see app.extensions).
+RATE_LIMITED = {"auth.login": "RATE_LIMIT_LOGIN", "auth.exchange": "RATE_LIMIT_EXCHANGE"}
 
 
 @bp.get("/login")
-@limiter.limit(lambda: current_app.config["RATE_LIMIT_LOGIN"])
 def login():
     config = current_app.config
     binding = request.cookies.get(config["LOGIN_COOKIE_NAME"]) or new_login_binding()
@@ -40,7 +41,6 @@ def callback():
 
 
 @bp.post("/exchange")
-@limiter.limit(lambda: current_app.config["RATE_LIMIT_EXCHANGE"])
 def exchange():
     if not sent_csrf_header(request.headers):
         raise Forbidden(f"this call needs the header {CSRF_HEADER}: 1")

@@ -7,6 +7,7 @@ current key.
 """
 
 import base64
+import json
 import secrets
 
 from cryptography.exceptions import InvalidTag
@@ -17,6 +18,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 VERSION = "v1"
 NONCE_BYTES = 12
 INFO = b"profile-poke session tokens v1"
+SEALED_FIELDS = ("access_token", "refresh_token", "id_token")
+# The refresh token is also sealed under SECRET_KEY alone, so that your other session can revoke it.
+REVOCATION = "refresh-token revocation"
 
 
 class Unsealable(Exception):
@@ -55,3 +59,24 @@ class Sealer:
             except InvalidTag:
                 continue
         raise Unsealable("no key opens it")
+
+    def seal_record(self, cookie: str, record: dict) -> dict:
+        """A token set as stored: its tokens sealed for `cookie`, everything else in clear."""
+        stored = {name: value for name, value in record.items() if name not in SEALED_FIELDS}
+        stored["sealed"] = self.seal(cookie, json.dumps({name: record.get(name) for name in SEALED_FIELDS}).encode())
+        if record.get("refresh_token"):
+            stored["revocable"] = self.seal(REVOCATION, record["refresh_token"].encode())
+        return stored
+
+    def open_record(self, cookie: str, stored: dict) -> tuple[dict, bool]:
+        """The token set with its tokens unsealed, and whether to seal it again; Unsealable otherwise."""
+        plaintext, stale = self.open(cookie, stored.get("sealed"))
+        public = {name: value for name, value in stored.items() if name not in {"sealed", "revocable"}}
+        return {**public, **json.loads(plaintext)}, stale
+
+    def revocable_refresh_token(self, stored: dict) -> str | None:
+        """The refresh token of any session's stored token set, for revoking it; None if unreadable."""
+        try:
+            return self.open(REVOCATION, stored.get("revocable"))[0].decode()
+        except Unsealable:
+            return None

@@ -10,7 +10,6 @@ the record (user, times, version) stays readable for the compare-and-set and "yo
 record no key opens, or one from before sealing, ends its session.
 """
 
-import json
 import logging
 import secrets
 import time
@@ -29,9 +28,6 @@ IDLE_TOUCH_SLACK_MS = 60_000
 WAIT_STEP = 0.05
 SESSION_ENDED = "the session has ended; sign in again"
 SESSION_USERS_CACHED = 100_000
-SEALED = ("access_token", "refresh_token", "id_token")
-# A refresh token sealed under SECRET_KEY alone, so that your other session can revoke it.
-REVOCATION_COOKIE = "refresh-token revocation"
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +93,7 @@ class SessionTokens:
         }
         record = _with_response(base, response, now)
         ref = self._ref(sid)
-        self._token_sets.create(ref, self._sealed(sid, record), self._ttl_ms(record, now))
+        self._token_sets.create(ref, self._sealer.seal_record(sid, record), self._ttl_ms(record, now))
         entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
         self._index.add(sub=sub, session_id=record["id"], entry=entry, provider_sid=provider_sid)
         return record
@@ -119,10 +115,7 @@ class SessionTokens:
     def revocable_refresh_token(self, ref: str) -> str | None:
         """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
         stored, _ = self._token_sets.load(ref)
-        try:
-            return self._sealer.open(REVOCATION_COOKIE, stored["revocable"])[0].decode() if stored else None
-        except (Unsealable, KeyError):
-            return None
+        return self._sealer.revocable_refresh_token(stored) if stored else None
 
     def migrate(self, sid: str) -> None:
         """Move a session stored under a SECRET_KEY_FALLBACKS name to its name under SECRET_KEY."""
@@ -174,24 +167,14 @@ class SessionTokens:
         if stored is None:
             return None
         try:
-            plaintext, stale = self._sealer.open(sid, stored.get("sealed"))
+            record, stale = self._sealer.open_record(sid, stored)
         except Unsealable as error:
             log.warning("session ended: its tokens cannot be unsealed (%s)", error)
             self._token_sets.delete(ref)
             return None
-        record = {**{k: v for k, v in stored.items() if k not in {"sealed", "revocable"}}, **json.loads(plaintext)}
-        if stale and self._token_sets.replace(ref, record["v"], self._sealed(sid, record)):
+        if stale and self._token_sets.replace(ref, record["v"], self._sealer.seal_record(sid, record)):
             record["v"] += 1  # sealed again under the current SECRET_KEY
         return record
-
-    def _sealed(self, sid: str, record: dict) -> dict:
-        """`record` as stored: its tokens sealed for the cookie `sid`, the refresh token also for revocation."""
-        secret = json.dumps({name: record.get(name) for name in SEALED}).encode()
-        stored = {name: value for name, value in record.items() if name not in SEALED}
-        stored["sealed"] = self._sealer.seal(sid, secret)
-        if record.get("refresh_token"):
-            stored["revocable"] = self._sealer.seal(REVOCATION_COOKIE, record["refresh_token"].encode())
-        return stored
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
         if record is None:
@@ -262,7 +245,7 @@ class SessionTokens:
             self._token_sets.end_if_version(ref, latest["v"])
             raise Unauthorized(SESSION_ENDED)
         updated = _with_response(latest, response, time.time())
-        if not self._token_sets.replace(ref, latest["v"], self._sealed(sid, updated)):
+        if not self._token_sets.replace(ref, latest["v"], self._sealer.seal_record(sid, updated)):
             return self._stored_after_race(sid, ref)
         return {**updated, "v": latest["v"] + 1}
 

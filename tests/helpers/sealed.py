@@ -10,6 +10,4 @@ def opened_token_set(raw: bytes | None, secret_key: str, cookie: str) -> dict | 
     """The stored token set `raw` with its tokens unsealed, or None when there is none."""
     if not raw:
         return None
-    stored = json.loads(raw)
-    public = {name: value for name, value in stored.items() if name not in {"sealed", "revocable"}}
-    return {**public, **json.loads(Sealer(secret_key, []).open(cookie, stored["sealed"])[0])}
+    return Sealer(secret_key, []).open_record(cookie, json.loads(raw))[0]

@@ -1,14 +1,13 @@
 """Every branch of the session-token refresh protocol, on fakeredis (which runs the store's Lua) with a
 fake provider-facing login client: one refresher, waiters, races lost and won, ends and extensions."""
 
-import json
 import threading
 import time
 
 import pytest
 
 from app.auth.sealing import Sealer
-from app.auth.session_tokens import SEALED, SESSION_ENDED, SessionTokens
+from app.auth.session_tokens import SESSION_ENDED, SessionTokens
 from app.auth.sessions import session_ref
 from app.errors import ProviderUnavailable, Unauthorized, Unavailable
 from app.store.keys import Keys
@@ -50,15 +49,11 @@ def sign_in(tokens, *, expires_in: int, refresh_token: str | None = "rt-0") -> d
 
 def unsealed(raw: dict | None) -> dict | None:
     """A stored token set with its sealed tokens opened (they are sealed for the cookie SID)."""
-    if raw is None:
-        return None
-    public = {name: value for name, value in raw.items() if name not in {"sealed", "revocable"}}
-    return {**public, **json.loads(SEALER.open(SID, raw["sealed"])[0])}
+    return None if raw is None else SEALER.open_record(SID, raw)[0]
 
 
 def sealed(record: dict) -> dict:
-    public = {name: value for name, value in record.items() if name not in SEALED}
-    return {**public, "sealed": SEALER.seal(SID, json.dumps({name: record[name] for name in SEALED}).encode())}
+    return SEALER.seal_record(SID, record)
 
 
 def store_newer(token_sets) -> None:
