@@ -53,6 +53,7 @@ def _run(started: list) -> int:
     started.append(start_idp(IDP_PORT, log_path=STATE / "idp.log", env={
         "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
         "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}", "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+        "IDP_BACKCHANNEL_LOGOUT_URI": f"{base}auth/backchannel-logout",
     }))  # fmt: skip
     env = {
         "OIDC_ISSUER_URL": idp_issuer(IDP_PORT), "OIDC_CLIENT_ID": "profile-poke-web",
