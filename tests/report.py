@@ -14,7 +14,8 @@ SECTIONS = [
      "ID tokens with bad iss/aud/signature/alg/nonce/iat/sub/exp/azp, kid-less keys, key rotation, PKCE, "
      "code injection, RFC 9207 iss, token endpoint errors"),
     ("tests/unit/auth/test_session_tokens.py", "Session tokens and the refresh protocol (fakeredis)",
-     "single refresher, waiters, timeouts, lost compare-and-set, invalid_grant"),
+     "single refresher, waiters, timeouts, lost compare-and-set, invalid_grant; a refreshed ID token is "
+     "verified and must name the session's user"),
     ("tests/integration/test_signin.py", "Browser-side attacks and the BFF flow",
      "open redirects, CSRF on logout and API, foreign and replayed state, error callbacks (provider text only "
      "for our own state), RFC 9207 iss on success and error, withheld scopes, cookie flags, SPA exchange with a "
@@ -30,31 +31,26 @@ SECTIONS = [
     ("tests/integration/test_faults.py", "Faults", "Redis stopped and slowed, identity provider gone"),
     ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)", "valid and invalid generated requests"),
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
-    ("tests/integration/test_session_security.py", "Session security",
-     "refresh token revoked at sign-out, refreshed ID tokens checked like the first"),
-    ("tests/integration/test_bounds.py", "Bounds", "pending sign-ins per browser, rate limits, Redis out of memory, "
-     "no pickle read"),
-    ("tests/unit/test_hardening.py", "Bounds", ""),
-    ("tests/integration/test_provider_hang.py", "Provider hang", "bearer calls keep flowing while refreshes hang"),
-    ("tests/integration/test_metrics.py", "Metrics",
-     "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
-    ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
+    ("tests/integration/test_session_security.py", "Your sessions and revocation",
+     "list, end one (its refresh token gets invalid_grant), another user's id is 404, end all others; "
+     "the refresh token revoked at sign-out gets invalid_grant"),
     ("tests/integration/test_bounds.py", "Bounded by design",
      "5 pending sign-ins per browser, return_to over 512, rate limits per client address (429 + Retry-After), "
      "junk exchanges vs the token endpoint, Redis out of memory (noeviction) is 503, a pickle in a session key"),
     ("tests/unit/test_hardening.py", "Bounded by design", ""),
+    ("tests/integration/test_provider_hang.py", "Provider hang", "bearer calls keep flowing while refreshes hang"),
+    ("tests/integration/test_metrics.py", "Metrics",
+     "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
+    ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
     ("tests/integration/test_backchannel.py", "Tokens at rest and back-channel logout (real provider)",
      "SCAN of every Redis key after a real sign-in finds no token and no cookie; the provider's end-session "
      "ends the BFF session within a second"),
     ("tests/unit/auth/test_tokens_at_rest.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)",
      "sealed records, plaintext or foreign records end the session with 401, SECRET_KEY_FALLBACKS rotation"),
-    ("tests/unit/test_sealing.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
+    ("tests/unit/auth/test_sealing.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
     ("tests/unit/auth/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
-    ("tests/integration/test_session_security.py", "Your sessions and revocation",
-     "list, end one (its refresh token gets invalid_grant), another user's id is 404, end all others; "
-     "the refresh token revoked at logout gets invalid_grant"),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 OUTCOMES = ("passed", "failed", "skipped")

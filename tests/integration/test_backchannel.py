@@ -10,11 +10,12 @@ from app.auth.sessions import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
 from dev.services import free_port
+from tests.helpers.real_services import integration_env, start_live_app, start_own_idp
 from tests.helpers.sealed import opened_token_set
-from tests.integration.conftest import integration_env, sign_in, start_live_app, start_own_idp
+from tests.helpers.settings import CSRF, SESSION_COOKIE
+from tests.helpers.signin import sign_in
 
 pytestmark = pytest.mark.integration
-CSRF = {"X-CSRF": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def app_with_backchannel(workdir, redis_url):
 
 
 def stored_tokens(redis, live, http) -> dict:
-    cookie = http.cookies["pp_session"]
+    cookie = http.cookies[SESSION_COOKIE]
     key = Keys(live.env["REDIS_KEY_PREFIX"]).token_set(session_ref(live.env["SECRET_KEY"], cookie))
     return opened_token_set(redis.get(key), live.env["SECRET_KEY"], cookie)
 
@@ -60,7 +61,7 @@ def test_no_redis_key_holds_a_token_or_the_cookie_after_a_real_sign_in(app_with_
     assert http.get(f"{live.url}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200
     tokens = stored_tokens(redis, live, http)
     secrets_held = {name: tokens[name] for name in ("access_token", "refresh_token", "id_token")}
-    secrets_held["cookie"] = http.cookies["pp_session"]
+    secrets_held["cookie"] = http.cookies[SESSION_COOKIE]
     assert all(len(value) >= 32 for value in secrets_held.values())
     values = every_value(redis)
     assert len(values) > 10

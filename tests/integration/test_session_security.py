@@ -47,7 +47,7 @@ def test_your_sessions_lists_this_users_browsers_with_one_current_and_never_a_to
     body = here.get("/auth/sessions", headers=CSRF).get_data(as_text=True)
     for client in (here, elsewhere):
         tokens = stored_session_tokens(app, client)
-        held = [tokens["access_token"], tokens["refresh_token"], tokens["id_token"], cookie_value(client, "pp_session")]
+        held = [tokens["access_token"], tokens["refresh_token"], tokens["id_token"], cookie_value(client)]
         assert not any(secret in body for secret in held)
     assert {entry["id"] for entry in sessions_of(elsewhere)} == {entry["id"] for entry in listed}
 

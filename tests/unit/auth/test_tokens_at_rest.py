@@ -14,11 +14,10 @@ from app.extensions import services
 from app.store.keys import Keys
 from app.store.profiles import Profile
 from config import Config
-from tests.conftest import app_env
 from tests.helpers.sealed import opened_token_set
-from tests.stub_op import StubOP
+from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env
+from tests.helpers.stub_op import StubOP
 
-CSRF = {"X-CSRF": "1"}
 OLD_KEY, NEW_KEY = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
 
 
@@ -46,7 +45,7 @@ def signed_in(app, client=None):
 
 
 def token_key(app, client) -> str:
-    cookie = client.get_cookie("pp_session").value
+    cookie = client.get_cookie(SESSION_COOKIE).value
     return Keys("rest:").token_set(session_ref(app.config["SECRET_KEY"], cookie))
 
 
@@ -56,7 +55,7 @@ def test_the_tokens_are_sealed_in_redis_and_open_only_with_the_cookie(op, fake_r
     raw = fake_redis.get(token_key(app, client))
     stored = json.loads(raw)
     assert stored["sealed"].startswith("v1.") and not {"access_token", "refresh_token", "id_token"} & set(stored)
-    cookie = client.get_cookie("pp_session").value
+    cookie = client.get_cookie(SESSION_COOKIE).value
     tokens = opened_token_set(raw, app.config["SECRET_KEY"], cookie)
     everything = b"".join(fake_redis.dump(key) or b"" for key in fake_redis.keys("*"))
     for secret in (tokens["access_token"], tokens["refresh_token"], tokens["id_token"], cookie):
@@ -84,10 +83,10 @@ def test_a_record_that_cannot_be_unsealed_ends_the_session_cleanly(op, fake_redi
 def test_a_new_secret_key_with_the_old_one_as_fallback_keeps_sessions_and_reseals_them(op, fake_redis):
     before = make_app(op, fake_redis, SECRET_KEY=OLD_KEY)
     client = signed_in(before)
-    cookie = client.get_cookie("pp_session").value
+    cookie = client.get_cookie(SESSION_COOKIE).value
     after = make_app(op, fake_redis, SECRET_KEY=NEW_KEY, SECRET_KEY_FALLBACKS=f"unused-{OLD_KEY},{OLD_KEY}")
     moved = after.test_client()
-    moved.set_cookie("pp_session", cookie)
+    moved.set_cookie(SESSION_COOKIE, cookie)
     assert moved.get("/api/v1/me/profile", headers=CSRF).json["data"]["handle"] == "@alice"
     assert moved.get("/auth/session").json["user"] == "alice"
     assert fake_redis.get(Keys("rest:").token_set(session_ref(OLD_KEY, cookie))) is None
@@ -97,7 +96,7 @@ def test_a_new_secret_key_with_the_old_one_as_fallback_keeps_sessions_and_reseal
 
 def test_without_the_fallback_a_rotated_secret_key_signs_the_session_out(op, fake_redis):
     client = signed_in(make_app(op, fake_redis, SECRET_KEY=OLD_KEY))
-    cookie = client.get_cookie("pp_session").value
+    cookie = client.get_cookie(SESSION_COOKIE).value
     rotated = make_app(op, fake_redis, SECRET_KEY=NEW_KEY).test_client()
-    rotated.set_cookie("pp_session", cookie)
+    rotated.set_cookie(SESSION_COOKIE, cookie)
     assert rotated.get("/api/v1/me/profile", headers=CSRF).status_code == 401
