@@ -2,11 +2,11 @@
 
 import os
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from limits import parse_many
 
-DEFAULT_SCOPES = "openid svc:profile.private svc:interact.poke"
+PROVIDER_PROFILES = ("generic", "keycloak", "auth0", "okta", "entra", "cognito")
 
 
 class ConfigError(RuntimeError):
@@ -53,21 +53,44 @@ class Config:
         self._env = env
 
         # Identity provider and login client
-        self.OIDC_ISSUER_URL = self._required("OIDC_ISSUER_URL").rstrip("/")
+        # Compared character for character with `iss`: a trailing slash (Auth0's) is part of it.
+        self.OIDC_ISSUER_URL = self._required("OIDC_ISSUER_URL")
         self.OIDC_CLIENT_ID = self._required("OIDC_CLIENT_ID")
         self.OIDC_REDIRECT_URI = self._required("OIDC_REDIRECT_URI")
         self.BASE_URL = _base_url(self.OIDC_REDIRECT_URI)
         self.OIDC_POST_LOGOUT_REDIRECT_URI = env.get("OIDC_POST_LOGOUT_REDIRECT_URI") or self.BASE_URL
-        self.OIDC_SCOPES = env.get("OIDC_SCOPES") or DEFAULT_SCOPES
+        self.PROFILE_SCOPE = env.get("PROFILE_SCOPE") or "svc:profile.private"
+        self.POKE_SCOPE = env.get("POKE_SCOPE") or "svc:interact.poke"
+        self.OIDC_SCOPES = env.get("OIDC_SCOPES") or f"openid {self.PROFILE_SCOPE} {self.POKE_SCOPE}"
+        self.OIDC_AUTH_PARAMS = self._params("OIDC_AUTH_PARAMS")
+        self.OIDC_PROVIDER_PROFILE = env.get("OIDC_PROVIDER_PROFILE") or "generic"
+        if self.OIDC_PROVIDER_PROFILE not in PROVIDER_PROFILES:
+            raise ConfigError(f"OIDC_PROVIDER_PROFILE must be one of {', '.join(PROVIDER_PROFILES)}")
         self.EXCHANGE_REDIRECT_URIS = self._list("EXCHANGE_REDIRECT_URIS") or [self.BASE_URL]
         self.IDP_TIMEOUT = self._number("IDP_TIMEOUT", "5", float)
         self.DISCOVERY_TTL = self._number("DISCOVERY_TTL", "3600")
         self.JWKS_REFETCH_INTERVAL = self._number("JWKS_REFETCH_INTERVAL", "30", float)
+        self.JWKS_MAX_AGE = self._number("JWKS_MAX_AGE", "600", float)
 
         # Access tokens the API accepts
         self.API_AUDIENCE = env.get("API_AUDIENCE") or "profile-poke-api"
         self.LOGIN_CLIENT_IDS = self._list("LOGIN_CLIENT_IDS") or [self.OIDC_CLIENT_ID]
         self.TOKEN_LEEWAY = min(self._number("TOKEN_LEEWAY", "60"), 60)
+        self.API_CLIENT_IDS = self._list("API_CLIENT_IDS")
+        self.TOKEN_SUBJECT_CLAIM = env.get("TOKEN_SUBJECT_CLAIM") or None
+        self.TOKEN_SCOPE_CLAIM = env.get("TOKEN_SCOPE_CLAIM") or None
+        self.TOKEN_USERNAME_CLAIM = env.get("TOKEN_USERNAME_CLAIM") or None
+        self.LINK_UNCLAIMED_PROFILES = _flag(env.get("LINK_UNCLAIMED_PROFILES", "false"), "LINK_UNCLAIMED_PROFILES")
+        self.ACCESS_TOKEN_VALIDATION = env.get("ACCESS_TOKEN_VALIDATION") or "jwt"
+        if self.ACCESS_TOKEN_VALIDATION not in ("jwt", "introspection"):
+            raise ConfigError("ACCESS_TOKEN_VALIDATION must be jwt or introspection")
+        self.INTROSPECTION_CLIENT_ID = env.get("INTROSPECTION_CLIENT_ID") or None
+        self.INTROSPECTION_CLIENT_SECRET = env.get("INTROSPECTION_CLIENT_SECRET") or None
+        self.INTROSPECTION_CACHE_TTL = self._number("INTROSPECTION_CACHE_TTL", "60", float)
+        if self.ACCESS_TOKEN_VALIDATION == "introspection" and not (
+            self.INTROSPECTION_CLIENT_ID and self.INTROSPECTION_CLIENT_SECRET
+        ):
+            raise ConfigError("INTROSPECTION_CLIENT_ID and INTROSPECTION_CLIENT_SECRET are required for introspection")
 
         # Browser sessions
         self.SECRET_KEY = self._required("SECRET_KEY")
@@ -105,6 +128,12 @@ class Config:
 
     def _list(self, name: str) -> list[str]:
         return [item.strip() for item in self._env.get(name, "").split(",") if item.strip()]
+
+    def _params(self, name: str) -> dict[str, str]:
+        try:
+            return dict(parse_qsl(self._env.get(name, ""), strict_parsing=bool(self._env.get(name))))
+        except ValueError:
+            raise ConfigError(f"{name} must be URL-encoded parameters, such as audience=https%3A%2F%2Fapi") from None
 
     def _number(self, name: str, default: str, kind=int):
         return _number(self._env.get(name) or default, name, kind)

@@ -22,7 +22,7 @@ from .logs import configure_logging
 from .metrics import init_metrics
 from .security import register_security_headers
 from .store import Store
-from .tokens import AccessTokens, Provider
+from .tokens import AccessTokens, IntrospectedTokens, Provider, provider_profile
 from .web import bp as web_bp
 
 
@@ -54,12 +54,19 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         redis = make_redis(
             config.REDIS_URL, socket_timeout=config.REDIS_SOCKET_TIMEOUT, tls_verify=config.REDIS_TLS_VERIFY
         )
-    store = Store(redis, config.REDIS_KEY_PREFIX)
+    store = Store(redis, config.REDIS_KEY_PREFIX, link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES)
     provider = Provider(
         config.OIDC_ISSUER_URL,
         timeout=config.IDP_TIMEOUT,
         discovery_ttl=config.DISCOVERY_TTL,
         refetch_interval=config.JWKS_REFETCH_INTERVAL,
+        max_age=config.JWKS_MAX_AGE,
+    )
+    profile = provider_profile(
+        config.OIDC_PROVIDER_PROFILE,
+        subject_claim=config.TOKEN_SUBJECT_CLAIM,
+        scope_claim=config.TOKEN_SCOPE_CLAIM,
+        username_claim=config.TOKEN_USERNAME_CLAIM,
     )
     login_client = LoginClient(
         provider,
@@ -67,6 +74,8 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         scopes=config.OIDC_SCOPES,
         timeout=config.IDP_TIMEOUT,
         leeway=config.TOKEN_LEEWAY,
+        profile=profile,
+        auth_params=config.OIDC_AUTH_PARAMS,
     )
     session_tokens = SessionTokens(
         store.token_sets,
@@ -81,9 +90,7 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
     app.extensions["profile_poke"] = Services(
         store=store,
         provider=provider,
-        access_tokens=AccessTokens(
-            provider, audience=config.API_AUDIENCE, login_clients=config.LOGIN_CLIENT_IDS, leeway=config.TOKEN_LEEWAY
-        ),
+        access_tokens=access_token_validator(config, provider, profile),
         login_client=login_client,
         session_tokens=session_tokens,
         browser_sessions=BrowserSessions(
@@ -100,6 +107,29 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         store.keys,
         config.SECRET_KEY,
         migrate=session_tokens.migrate if config.SECRET_KEY_FALLBACKS else None,
+    )
+
+
+def access_token_validator(config: Config, provider: Provider, profile):
+    """Local JWT validation, or RFC 7662 introspection when ACCESS_TOKEN_VALIDATION says so."""
+    if config.ACCESS_TOKEN_VALIDATION == "introspection":
+        return IntrospectedTokens(
+            provider,
+            client_id=config.INTROSPECTION_CLIENT_ID,
+            client_secret=config.INTROSPECTION_CLIENT_SECRET,
+            audience=config.API_AUDIENCE,
+            login_clients=config.LOGIN_CLIENT_IDS,
+            profile=profile,
+            cache_ttl=config.INTROSPECTION_CACHE_TTL,
+            timeout=config.IDP_TIMEOUT,
+        )
+    return AccessTokens(
+        provider,
+        audience=config.API_AUDIENCE,
+        login_clients=config.LOGIN_CLIENT_IDS,
+        leeway=config.TOKEN_LEEWAY,
+        profile=profile,
+        api_clients=config.API_CLIENT_IDS,
     )
 
 

@@ -7,6 +7,7 @@ import click
 from flask.cli import AppGroup
 from marshmallow import RAISE, Schema, ValidationError, fields, validates
 
+from .api.schemas import JsonNumber
 from .extensions import services
 from .store.profiles import Profile, normalize_username
 
@@ -21,9 +22,10 @@ class ProfileRecordSchema(Schema):
     handle = fields.String()
     display_name = fields.String()
     sub = fields.String(allow_none=True, validate=lambda value: bool(value))
-    stats = fields.Dict(keys=fields.String(), values=fields.Dict(keys=fields.String()), load_default=dict)
-    aggregate_scores = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False), load_default=dict)
-    disabled = fields.Boolean(load_default=False)
+    # No defaults: a field a record leaves out keeps its stored value.
+    stats = fields.Dict(keys=fields.String(), values=fields.Dict(keys=fields.String()))
+    aggregate_scores = fields.Dict(keys=fields.String(), values=JsonNumber())
+    disabled = fields.Boolean()
 
     @validates("username")
     def _username(self, value, **_):
@@ -35,7 +37,9 @@ def _profiles():
     return services().store.profiles
 
 
-def _load_records(path: str) -> list[Profile]:
+def _load_records(path: str, relink: bool) -> list[tuple[Profile, str | None]]:
+    """Every record of the file merged over its stored profile, with the subject a relink replaces;
+    nothing is written until every record is known to be good."""
     try:
         with open(path, encoding="utf-8") as handle:
             records = json.load(handle)
@@ -43,51 +47,48 @@ def _load_records(path: str) -> list[Profile]:
         raise click.ClickException(f"{path}: {error}") from None
     if not isinstance(records, list):
         raise click.ClickException(f"{path}: expected a JSON list of profile objects")
-    profiles, seen_users, seen_subs = [], set(), set()
+    merged, seen_users, seen_subs = [], set(), set()
     for index, record in enumerate(records):
         try:
             data = ProfileRecordSchema().load(record if isinstance(record, dict) else {"_": record})
         except ValidationError as error:
             field, problems = next(iter(sorted(error.messages.items())))
             raise click.ClickException(f"record {index}: field {field!r}: {problems}") from None
-        username = normalize_username(data["username"])
-        sub = data.get("sub")
+        username = normalize_username(data.pop("username"))
+        sub = data.pop("sub", None)
         if username in seen_users or (sub and sub in seen_subs):
             raise click.ClickException(f"record {index}: field 'username' or 'sub': appears twice in the file")
         seen_users.add(username)
         seen_subs.add(sub)
-        _check_links(index, username, sub)
-        profiles.append(
-            Profile(
-                username=username,
-                handle=data.get("handle") or username,
-                display_name=data.get("display_name") or username,
-                sub=sub,
-                stats=data["stats"],
-                aggregate_scores=data["aggregate_scores"],
-                disabled=data["disabled"],
-            )
+        existing = _profiles().get(username)
+        replaced = _check_links(index, username, sub, existing, relink)
+        base = existing or Profile(username, username, username)
+        merged.append((dataclasses.replace(base, **data, sub=sub or base.sub), replaced))
+    return merged
+
+
+def _check_links(index: int, username: str, sub: str | None, existing: Profile | None, relink: bool = False):
+    """The subject `sub` replaces on `existing`, if any; ClickException when the link may not be made."""
+    replaced = existing.sub if sub and existing and existing.sub and existing.sub != sub else None
+    if replaced and not relink:
+        raise click.ClickException(
+            f"record {index}: field 'sub': profile {username} is linked to another subject; use --relink to change it"
         )
-    return profiles
-
-
-def _check_links(index: int, username: str, sub: str | None) -> None:
-    existing = _profiles().get(username)
-    if sub and existing and existing.sub and existing.sub != sub:
-        raise click.ClickException(f"record {index}: field 'sub': profile {username} belongs to another subject")
-    linked = _profiles().username_for_subject(sub) if sub else None
+    linked = _profiles().linked_username(sub) if sub else None
     if linked and linked != username:
         raise click.ClickException(f"record {index}: field 'sub': subject is linked to profile {linked}")
+    return replaced
 
 
 @users_cli.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
-def import_users(path: str):
+@click.option("--relink", is_flag=True, help="Allow a record to change the subject a profile is linked to.")
+def import_users(path: str, relink: bool):
     """Create or update profiles from a JSON file; validates every record before writing any."""
-    profiles = _load_records(path)
-    for profile in profiles:
-        _profiles().put(profile)
-    click.echo(f"imported {len(profiles)} profiles")
+    records = _load_records(path, relink)
+    for profile, replaced_sub in records:
+        _profiles().put(profile, replaced_sub=replaced_sub)
+    click.echo(f"imported {len(records)} profiles")
 
 
 @users_cli.command("create")
@@ -102,7 +103,7 @@ def create_user(username: str, handle: str | None, display_name: str | None, sub
         raise click.ClickException("username must be 1-64 letters, digits, '_', '.' or '-'")
     if _profiles().get(normalized):
         raise click.ClickException(f"profile {normalized} already exists")
-    _check_links(0, normalized, sub)
+    _check_links(0, normalized, sub, None)
     _profiles().put(Profile(normalized, handle or normalized, display_name or normalized, sub=sub))
     click.echo(f"created {normalized}")
 

@@ -9,7 +9,7 @@ from flask import current_app, g, request
 from ..errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from ..extensions import services
 from ..security import CSRF_HEADER, sent_csrf_header
-from ..store.profiles import NoProfile, Profile, SubjectClash
+from ..store.profiles import NoProfile, Profile, SubjectClash, UnusableUsername
 from ..tokens import Principal
 
 log = logging.getLogger(__name__)
@@ -59,12 +59,14 @@ def authorize(scope: str) -> tuple[str, Profile | None]:
     if not principal.is_user:
         raise Forbidden("a user-delegated token is required")
     try:
-        username = services().store.profiles.username_for(
-            principal.subject, principal.preferred_username, principal.name
+        username = services().store.profiles.find_or_link_username(
+            principal.subject, principal.username, principal.name
         )
     except SubjectClash as clash:
-        log.warning("refused subject link: %s", clash)
-        raise Forbidden("this account's username belongs to another account") from None
+        log.warning("refused subject link: %s", clash.log_line())
+        raise Forbidden(clash.message) from None
+    except UnusableUsername as error:
+        raise Forbidden(str(error)) from None
     except NoProfile:
         raise Forbidden("this account has no profile") from None
     g.user = username

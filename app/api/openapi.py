@@ -8,6 +8,7 @@ from flask import current_app
 
 from ..prefixes import API_PREFIX
 from ..security import CSRF_HEADER
+from ..tokens.provider import discovery_url
 from .schemas import (
     ErrorEnvelopeSchema,
     OwnProfileEnvelopeSchema,
@@ -15,7 +16,7 @@ from .schemas import (
     PokeResultSchema,
     PublicProfileSchema,
 )
-from .scopes import POKE_SCOPE, PROFILE_SCOPE
+from .scopes import poke_scope, profile_scope
 
 _ERROR = {"application/json": {"schema": "ErrorEnvelope"}}
 _POKE_RESULT = {"application/json": {"schema": "PokeResult"}}
@@ -114,7 +115,7 @@ def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str
         "bearer",
         {
             "type": "openIdConnect",
-            "openIdConnectUrl": f"{issuer}/.well-known/openid-configuration",
+            "openIdConnectUrl": discovery_url(issuer),
             "description": f"access token with `{profile_scope}` and/or `{poke_scope}`, "
             "issued to a login client (Authorization Code + PKCE)",
         },
@@ -136,4 +137,4 @@ def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str
 def openapi_document() -> dict:
     """The document for this app's issuer and scopes (built once per process)."""
     config = current_app.config
-    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], PROFILE_SCOPE, POKE_SCOPE)
+    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], profile_scope(), poke_scope())

@@ -11,7 +11,7 @@ from .guard import current_user, current_username, optional_principal
 from .openapi import openapi_document
 from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
-from .scopes import POKE_SCOPE, PROFILE_SCOPE
+from .scopes import poke_scope, profile_scope
 
 bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
@@ -33,13 +33,13 @@ def public_profile(username: str):
 
 @bp.get("/me/profile")
 def own_profile():
-    profile = current_user(PROFILE_SCOPE)
+    profile = current_user(profile_scope())
     return OWN_PROFILE.dump({"data": profile}), 200, PRIVATE
 
 
 @bp.post("/pokes")
 def create_poke():
-    poker = current_username(POKE_SCOPE)
+    poker = current_username(poke_scope())
     with poke_observed():
         poke(poker=poker)
     return {"success": True}, 200, PRIVATE

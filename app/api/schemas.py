@@ -1,6 +1,17 @@
 """marshmallow schemas for the poke request and every response body; the OpenAPI document uses them."""
 
+import math
+
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+
+class JsonNumber(fields.Float):
+    """A finite JSON number kept as it came: an integer stays an integer (92, not 92.0)."""
+
+    def _format_num(self, value):
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return value
 
 
 class PokeRequestSchema(Schema):
@@ -28,7 +39,7 @@ class PublicProfileSchema(Schema):
     username = fields.String(required=True)
     handle = fields.String(required=True)
     display_name = fields.String(required=True)
-    aggregate_scores = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    aggregate_scores = fields.Dict(keys=fields.String(), values=JsonNumber(), required=True)
 
 
 class OwnProfileSchema(Schema):
@@ -40,7 +51,7 @@ class OwnProfileSchema(Schema):
         required=True,
         metadata={"description": "per-platform figures, keyed by platform name"},
     )
-    aggregate_scores = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    aggregate_scores = fields.Dict(keys=fields.String(), values=JsonNumber(), required=True)
 
 
 class OwnProfileEnvelopeSchema(Schema):

@@ -1,4 +1,13 @@
-"""The service's own scopes: the only ones the API enforces."""
+"""The service's own scopes: the only ones the API enforces. Their names are configurable."""
 
-PROFILE_SCOPE = "svc:profile.private"
-POKE_SCOPE = "svc:interact.poke"
+from flask import current_app
+
+
+def profile_scope() -> str:
+    """The scope GET /me/profile needs (PROFILE_SCOPE)."""
+    return current_app.config["PROFILE_SCOPE"]
+
+
+def poke_scope() -> str:
+    """The scope POST /pokes needs (POKE_SCOPE)."""
+    return current_app.config["POKE_SCOPE"]

@@ -14,9 +14,11 @@ from flask import current_app, request, session
 
 from ..errors import LoginFailed, Unauthorized
 from ..extensions import services
-from ..store.profiles import NoProfile, SubjectClash
+from ..store.profiles import NoProfile, SubjectClash, UnusableUsername
+from ..tokens import signed_in_identity
 from .user_agents import user_agent_label
 
+OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_RETURN_TO = 512
 # "<browser tag>.<random>": the tag puts a browser's pending sign-ins in one Redis Cluster slot.
@@ -113,13 +115,16 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
         raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
     if not isinstance(response.get("access_token"), str):
         raise LoginFailed("the identity provider sent no access token", 502)
+    identity = signed_in_identity(claims, services().login_client.profile)
+    if not identity.subject:
+        raise LoginFailed("the ID token names no subject this app can link", 502)
     try:
-        profile = services().store.profiles.for_subject(
-            claims["sub"], claims.get("preferred_username"), claims.get("name")
-        )
+        profile = services().store.profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
     except SubjectClash as clash:
-        log.warning("refused subject link at sign-in: %s", clash)
-        raise LoginFailed("this account's username belongs to another account", 403) from None
+        log.warning("refused subject link at sign-in: %s", clash.log_line())
+        raise LoginFailed(clash.message, 403) from None
+    except UnusableUsername as error:
+        raise LoginFailed(str(error), 403) from None
     except NoProfile:
         raise LoginFailed("this account has no username to make a profile from", 403) from None
     if profile.disabled:
@@ -171,7 +176,8 @@ def _end_current_session() -> dict | None:
 
 
 def _required_scopes() -> set[str]:
-    return {scope for scope in current_app.config["OIDC_SCOPES"].split() if scope.startswith("svc:")}
+    # Every scope the app asked for beyond OpenID Connect's own must have been granted.
+    return set(current_app.config["OIDC_SCOPES"].split()) - OIDC_SCOPES
 
 
 def _digest(value: str) -> str:

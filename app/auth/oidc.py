@@ -2,6 +2,7 @@
 exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
 
 import logging
+import secrets
 import time
 from urllib.parse import urlencode
 
@@ -12,24 +13,56 @@ from authlib.integrations.requests_client import OAuth2Session
 from ..errors import LoginFailed, ProviderUnavailable
 from ..metrics import provider_call
 from ..tokens.provider import Provider
+from ..tokens.provider_profiles import PROFILES, ProviderProfile
 from ..tokens.signatures import BadToken, is_number, signed_claims
 
 log = logging.getLogger(__name__)
 
 
+# RFC 8707: a resource indicator goes on the token request as well as on the authorization request.
+TOKEN_REQUEST_PARAMS = ("resource",)
+REFUSALS = (400, 401)
+FLOW_PARAMS = {
+    "client_id", "response_type", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method",
+}  # fmt: skip
+
+
 class RefreshRejected(Exception):
-    """The provider refused the refresh token (`invalid_grant`): the session is over."""
+    """The provider refused the refresh token (any 400 or 401, JSON body or not): the session is over."""
+
+
+def _refusal_or_outage(response):
+    """Authlib hook on the refresh response: a refusal ends the session; anything else not 2xx is an outage."""
+    if response.status_code in REFUSALS:
+        raise RefreshRejected(response.status_code)
+    if not 200 <= response.status_code < 300:
+        raise ProviderUnavailable(f"token endpoint answered {response.status_code}")
+    return response
 
 
 class LoginClient:
     """Speaks to the provider's endpoints, all taken from discovery."""
 
-    def __init__(self, provider: Provider, *, client_id: str, scopes: str, timeout: float, leeway: int):
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        client_id: str,
+        scopes: str,
+        timeout: float,
+        leeway: int,
+        profile: ProviderProfile = PROFILES["generic"],
+        auth_params: dict | None = None,
+    ):
         self.provider = provider
         self.client_id = client_id
         self.scopes = scopes
+        self.profile = profile
         self._timeout = timeout
         self._leeway = leeway
+        # The flow's own parameters always win over OIDC_AUTH_PARAMS.
+        self._extra_auth_params = {k: v for k, v in (auth_params or {}).items() if k not in FLOW_PARAMS}
+        self._token_params = {k: v for k, v in self._extra_auth_params.items() if k in TOKEN_REQUEST_PARAMS}
 
     def discover(self) -> None:
         """Fetch the provider's discovery document now if it is stale; ProviderUnavailable if it fails."""
@@ -40,7 +73,8 @@ class LoginClient:
         url, _ = OAuth2Session(
             client_id=self.client_id, scope=self.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
         ).create_authorization_url(
-            self._endpoint("authorization_endpoint"), state=state, code_verifier=verifier, nonce=nonce
+            self._endpoint("authorization_endpoint"), state=state, code_verifier=verifier, nonce=nonce,
+            **self._extra_auth_params
         )
         return url
 
@@ -54,6 +88,7 @@ class LoginClient:
                     code=code,
                     redirect_uri=redirect_uri,
                     code_verifier=verifier,
+                    **self._token_params,
                 )
         except OAuthError as error:
             log.info("code exchange refused: %s", error.error)
@@ -62,10 +97,15 @@ class LoginClient:
             raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
 
     def refresh(self, refresh_token: str) -> dict:
-        """A fresh token response; RefreshRejected on `invalid_grant`, ProviderUnavailable otherwise."""
+        """A fresh token response; RefreshRejected when the provider refuses the refresh token (400 or
+        401, whatever the body), ProviderUnavailable on a network failure, a timeout or a 5xx."""
+        session = self._session()
+        session.register_compliance_hook("refresh_token_response", _refusal_or_outage)
         try:
             with provider_call("token", refresh=True):
-                return self._session().refresh_token(self._endpoint("token_endpoint"), refresh_token=refresh_token)
+                return session.refresh_token(
+                    self._endpoint("token_endpoint"), refresh_token=refresh_token, **self._token_params
+                )
         except OAuthError as error:
             if error.error == "invalid_grant":
                 raise RefreshRejected() from None
@@ -93,7 +133,14 @@ class LoginClient:
             endpoint = None
         if not endpoint:
             return post_logout_redirect_uri
-        query = {"client_id": self.client_id, "post_logout_redirect_uri": post_logout_redirect_uri}
+        query = {
+            "client_id": self.client_id,
+            "post_logout_redirect_uri": post_logout_redirect_uri,
+            # Optional in RP-Initiated Logout, yet some providers stay on their own page without it.
+            "state": secrets.token_urlsafe(16),
+        }
+        if self.profile.logout_uri_param:
+            query["logout_uri"] = post_logout_redirect_uri  # Cognito's name for it
         if id_token:
             query["id_token_hint"] = id_token
         return f"{endpoint}?{urlencode(query)}"

@@ -11,10 +11,10 @@ from .tokensets import TokenSets
 class Store:
     """One app's view of Redis, each concern behind its own object."""
 
-    def __init__(self, redis, prefix: str):
+    def __init__(self, redis, prefix: str, *, link_unclaimed_profiles: bool = False):
         self.redis = redis
         self.keys = Keys(prefix)
-        self.profiles = Profiles(redis, self.keys)
+        self.profiles = Profiles(redis, self.keys, link_unclaimed=link_unclaimed_profiles)
         self.pokes = Pokes(redis, self.keys)
         self.logins = PendingLogins(redis, self.keys)
         self.token_sets = TokenSets(redis, self.keys)

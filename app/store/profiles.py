@@ -2,17 +2,22 @@
 
 import json
 import re
+import string
 from dataclasses import dataclass, field
 
-USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}")
+USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}", re.ASCII)
+# Only A-Z are lowered: Unicode case folding would make "\u212aate" (Kelvin sign) into "kate".
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 PUBLIC_FIELDS = ("username", "handle", "display_name", "aggregate_scores", "disabled")
 
-# Link a subject to a profile: create it, claim an unowned one, or refuse one owned by another subject.
+# Link a subject to a profile: create it, claim an unowned one only when ARGV[4] is '1', or refuse.
+# Returns 1 when linked, else the current owner ('' for a profile nobody owns yet).
 _CLAIM = """
 local owner = redis.call('HGET', KEYS[1], 'sub')
 if owner == ARGV[1] then return 1 end
-if owner and owner ~= '' then return 0 end
+if owner and owner ~= '' then return owner end
 if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[4] ~= '1' then return '' end
   redis.call('HSET', KEYS[1], 'sub', ARGV[1])
   return 1
 end
@@ -26,7 +31,7 @@ def normalize_username(raw: str) -> str | None:
     """The stored form of `raw`, or None when no user could have that name."""
     if not isinstance(raw, str):
         return None
-    username = raw.lower()
+    username = raw.translate(ASCII_LOWER)
     return username if USERNAME_PATTERN.fullmatch(username) else None
 
 
@@ -68,7 +73,28 @@ class Profile:
 
 
 class SubjectClash(Exception):
-    """The profile a subject would take already belongs to another subject."""
+    """The profile a subject would take belongs to another subject, or to nobody yet while linking
+    unclaimed profiles is off: the username is taken."""
+
+    def __init__(self, username: str, subject: str, owner: str | None):
+        super().__init__(username)
+        self.username, self.subject, self.owner = username, subject, owner
+        self.message = f"the username {username} is taken by another account"
+
+    def log_line(self) -> str:
+        """Both subjects, for the operator who has to sort it out."""
+        owner = self.owner or "none (unclaimed profile; LINK_UNCLAIMED_PROFILES is off)"
+        return f"username {self.username} is taken: subject {self.subject}, owner {owner}"
+
+
+class UnusableUsername(Exception):
+    """The username claim (an email, a UPN) is not a valid username, so no profile can be made from it."""
+
+    def __init__(self):
+        super().__init__(
+            "this account's username is not a valid username here; an operator must import its profile "
+            "with its subject, or set TOKEN_USERNAME_CLAIM"
+        )
 
 
 class NoProfile(Exception):
@@ -78,8 +104,9 @@ class NoProfile(Exception):
 class Profiles:
     """Reads and writes profiles and subject links."""
 
-    def __init__(self, redis, keys, link_cache_size: int = 100_000):
+    def __init__(self, redis, keys, link_cache_size: int = 100_000, *, link_unclaimed: bool = False):
         self._redis = redis
+        self._link_unclaimed = link_unclaimed
         self._keys = keys
         self._claim = redis.register_script(_CLAIM)
         # A link never changes once made, so a process may remember it for good.
@@ -100,9 +127,13 @@ class Profiles:
             {name.encode(): value for name, value in zip(PUBLIC_FIELDS, values, strict=True) if value}
         )
 
-    def put(self, profile: Profile) -> None:
-        """Write the fields of `profile`; a stored subject link is kept when `profile` names none."""
+    def put(self, profile: Profile, *, replaced_sub: str | None = None) -> None:
+        """Write the fields of `profile`; a stored subject link is kept when `profile` names none.
+        `replaced_sub` is the subject an operator's relink takes the profile away from."""
         self._redis.hset(self._keys.user(profile.username), mapping=profile.to_hash())
+        if replaced_sub:
+            self._redis.delete(self._keys.subject(replaced_sub))
+            self._links.pop(replaced_sub, None)
         if profile.sub:
             self._redis.set(self._keys.subject(profile.sub), profile.username)
 
@@ -114,8 +145,8 @@ class Profiles:
         self._redis.hset(key, "disabled", "1" if disabled else "0")
         return True
 
-    def username_for_subject(self, sub: str) -> str | None:
-        """The username linked to `sub`, if any."""
+    def linked_username(self, sub: str) -> str | None:
+        """The username linked to `sub`, if any; never links anything."""
         username = self._links.get(sub)
         if username is None:
             raw = self._redis.get(self._keys.subject(sub))
@@ -125,30 +156,32 @@ class Profiles:
             self._remember(sub, username)
         return username
 
-    def link(self, sub: str, preferred_username: str, display_name: str | None) -> str:
-        """Link `sub` to the profile named `preferred_username`, creating it when missing."""
-        username = normalize_username(preferred_username)
+    def link_subject(self, sub: str, username_claim: str, display_name: str | None) -> str:
+        """Link `sub` to a new profile made from `username_claim` (or, when the operator allows it, to an
+        unclaimed profile of that name); SubjectClash when the username is taken."""
+        username = normalize_username(username_claim)
         if username is None:
-            raise NoProfile(f"subject {sub} has no usable username to make a profile from")
-        claimed = self._claim(keys=[self._keys.user(username)], args=[sub, username, display_name or username])
-        if not claimed:
-            raise SubjectClash(f"profile {username} belongs to another subject")
+            raise UnusableUsername()
+        flag = "1" if self._link_unclaimed else "0"
+        result = self._claim(keys=[self._keys.user(username)], args=[sub, username, display_name or username, flag])
+        if result != 1:
+            raise SubjectClash(username, sub, result.decode() if isinstance(result, bytes) else result)
         self._redis.set(self._keys.subject(sub), username)
         self._remember(sub, username)
         return username
 
-    def username_for(self, sub: str, preferred_username: str | None, name: str | None) -> str:
-        """The username linked to `sub`, linking or creating its profile on first sight of the subject."""
-        username = self.username_for_subject(sub)
+    def find_or_link_username(self, sub: str, username_claim: str | None, name: str | None) -> str:
+        """The username linked to `sub`; on first sight of the subject, links it (see link_subject)."""
+        username = self.linked_username(sub)
         if username is None:
-            if not preferred_username:
-                raise NoProfile(f"subject {sub} has no profile and no preferred_username")
-            username = self.link(sub, preferred_username, name)
+            if not username_claim:
+                raise NoProfile(f"subject {sub} has no profile and no username claim")
+            username = self.link_subject(sub, username_claim, name)
         return username
 
-    def for_subject(self, sub: str, preferred_username: str | None, name: str | None) -> Profile:
+    def find_or_link_profile(self, sub: str, username_claim: str | None, name: str | None) -> Profile:
         """The profile linked to `sub`, linking or creating it on first sight of the subject."""
-        username = self.username_for(sub, preferred_username, name)
+        username = self.find_or_link_username(sub, username_claim, name)
         profile = self.get(username)
         if profile is None:
             raise NoProfile(f"profile {username} of subject {sub} is gone")

@@ -1,6 +1,9 @@
-"""Who is calling: what a verified access token says about its subject, client and scopes."""
+"""Who is calling: the one place where a provider profile turns validated claims into a Principal."""
 
 from dataclasses import dataclass
+
+from ..errors import InvalidToken
+from .provider_profiles import ProviderProfile
 
 
 @dataclass(frozen=True)
@@ -8,9 +11,74 @@ class Principal:
     subject: str
     scopes: frozenset[str]
     is_user: bool
-    preferred_username: str | None
+    username: str | None  # the raw username claim; the profile store decides whether it is usable
     name: str | None
     expires_at: float
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+
+@dataclass(frozen=True)
+class SignedInIdentity:
+    subject: str
+    username: str | None
+    name: str | None
+
+
+def build_principal(claims: dict, profile: ProviderProfile, login_clients, *, expires_at: float) -> Principal:
+    """The principal of an access token's validated `claims`; InvalidToken when no subject can be named."""
+    client = next((claims[name] for name in profile.client_claims if _text(claims.get(name))), None)
+    is_app = any(_marks(claims, marker, client) for marker in profile.app_markers)
+    subject = claims.get(profile.subject_claim)
+    if is_app and not _text(subject):
+        subject = claims.get("sub")  # app tokens lack the user-id claim some profiles read (Okta `uid`)
+    if not _text(subject):
+        raise InvalidToken("the access token has no subject")
+    return Principal(
+        subject=subject,
+        scopes=scopes_of(claims.get(profile.scope_claim)),
+        is_user=client in login_clients and not is_app,
+        username=_text(claims.get(profile.username_claim)) if profile.username_claim else None,
+        name=_text(claims.get("name")),
+        expires_at=expires_at,
+    )
+
+
+def signed_in_identity(id_claims: dict, profile: ProviderProfile) -> SignedInIdentity:
+    """The subject, username claim and name an ID token gives for linking a profile."""
+    subject = _text(id_claims.get(profile.id_subject_claim))
+    username = _text(id_claims.get(profile.id_username_claim)) if profile.id_username_claim else None
+    return SignedInIdentity(subject=subject or "", username=username, name=_text(id_claims.get("name")))
+
+
+def scopes_of(value) -> frozenset[str]:
+    """The scopes of a scope claim: a space-delimited string or a JSON array of strings."""
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        return frozenset(value.split())
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return frozenset(value)
+    raise InvalidToken("the access token's scope is malformed")
+
+
+def _marks(claims: dict, marker: tuple, client: str | None) -> bool:
+    test, claim, value = marker
+    present = claims.get(claim)
+    if test == "missing":
+        return present is None
+    if test == "without":
+        return present is not None and claims.get(value) is None
+    if not isinstance(present, str):
+        return False
+    return {
+        "is_client": lambda: client is not None and present == client,
+        "prefix": lambda: present.startswith(value),
+        "suffix": lambda: present.endswith(value),
+        "equals": lambda: present == value,
+    }[test]()
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -4,7 +4,8 @@ import threading
 import time
 
 import requests
-from joserfc.jwk import KeySet
+from joserfc.errors import JoseError
+from joserfc.jwk import JWKRegistry
 
 from ..errors import ProviderUnavailable
 from ..metrics import provider_call
@@ -13,16 +14,25 @@ SIGNING_KEY_TYPES = {"RSA", "EC", "OKP"}
 FAILURE_BACKOFF = 5.0
 
 
+def discovery_url(issuer: str) -> str:
+    """Where the issuer's discovery document is (OIDC Discovery 4: its trailing slash is dropped)."""
+    return f"{issuer.rstrip('/')}/.well-known/openid-configuration"
+
+
 class Provider:
-    """Discovery (cached for `discovery_ttl`) and JWKS (re-fetched for an unknown key id at most
-    once per `refetch_interval`, so junk tokens cannot flood the provider). While the provider is
+    """Discovery (cached for `discovery_ttl`) and JWKS (re-read once older than `max_age`, so a key
+    the provider removed stops being trusted; re-fetched for an unknown key id at most once per
+    `refetch_interval`, so junk tokens cannot flood the provider). While the provider is
     unreachable, a stale copy serves; without one, ProviderUnavailable (503), never "bad token"."""
 
-    def __init__(self, issuer: str, *, timeout: float, discovery_ttl: float, refetch_interval: float):
+    def __init__(
+        self, issuer: str, *, timeout: float, discovery_ttl: float, refetch_interval: float, max_age: float = 600
+    ):
         self.issuer = issuer
         self._timeout = timeout
         self._discovery_ttl = discovery_ttl
         self._refetch_interval = refetch_interval
+        self._max_age = max_age
         self._http = requests.Session()
         self._lock = threading.RLock()
         self._metadata: dict | None = None
@@ -30,7 +40,8 @@ class Provider:
         self._metadata_failed_at = float("-inf")
         self._keys: dict[str, object] = {}
         self._keyless: list = []
-        self._keys_at = float("-inf")
+        self._keys_at = float("-inf")  # when the cached keys were read (or last failed to be)
+        self._unknown_kid_at = float("-inf")  # the last refetch spent on an unknown key id
         self._keys_failed = False
 
     def metadata(self) -> dict:
@@ -43,7 +54,7 @@ class Provider:
                 return self._metadata  # another thread fetched it while this one waited
             if time.monotonic() - self._metadata_failed_at >= FAILURE_BACKOFF:
                 try:
-                    document = self._get_json(f"{self.issuer}/.well-known/openid-configuration", "discovery")
+                    document = self._get_json(discovery_url(self.issuer), "discovery")
                     if document.get("issuer") != self.issuer:
                         raise ProviderUnavailable("discovery names another issuer")
                     self._metadata, self._metadata_at = document, time.monotonic()
@@ -61,12 +72,14 @@ class Provider:
     def key(self, kid: str | None):
         """The signing key named `kid` (or the only key when `kid` is None), or None when the provider
         has no such key; ProviderUnavailable when its keys could not be fetched to tell."""
+        if time.monotonic() - self._keys_at >= self._max_age:
+            self._refresh_keys(unknown_kid=False)  # first load or max age: spends no unknown-kid allowance
         found = self._find(kid)
         if found is None and (kid is not None or not self._keys):
-            self._refresh_keys()
+            self._refresh_keys(unknown_kid=True)
             found = self._find(kid)
-            if found is None and self._keys_failed:
-                raise ProviderUnavailable("the provider's signing keys could not be fetched")
+        if found is None and self._keys_failed:
+            raise ProviderUnavailable("the provider's signing keys could not be fetched")
         return found
 
     def _metadata_fresh(self) -> bool:
@@ -78,21 +91,27 @@ class Provider:
             return every[0] if len(every) == 1 else None
         return self._keys.get(kid)
 
-    def _refresh_keys(self) -> None:
+    def _refresh_keys(self, *, unknown_kid: bool) -> None:
         with self._lock:
             now = time.monotonic()
-            if now - self._keys_at < self._refetch_interval:
-                return
+            if unknown_kid:
+                if now - self._unknown_kid_at < self._refetch_interval:
+                    return
+                self._unknown_kid_at = now
+            elif now - self._keys_at < self._max_age:
+                return  # another thread re-read them while this one waited
+            # A failed read is retried after FAILURE_BACKOFF, not on every request; the old keys serve.
             self._keys_at = now
             try:
-                key_set = KeySet.import_key_set(self._get_json(self.metadata()["jwks_uri"], "jwks"))
-            except (ProviderUnavailable, ValueError, TypeError, KeyError):
+                entries = self._get_json(self.metadata()["jwks_uri"], "jwks")["keys"]
+                if not isinstance(entries, list):
+                    raise TypeError("keys is not a list")
+            except (ProviderUnavailable, KeyError, TypeError):
                 self._keys_failed = True
+                self._keys_at = now - self._max_age + min(FAILURE_BACKOFF, self._max_age)
                 return
             keys, keyless = {}, []
-            for key in key_set.keys:
-                if key.key_type not in SIGNING_KEY_TYPES or key.get("use", "sig") != "sig":
-                    continue
+            for key in filter(None, map(_signing_key, entries)):
                 if key.kid:
                     keys[key.kid] = key
                 else:
@@ -110,3 +129,14 @@ class Provider:
         if not isinstance(document, dict):
             raise ProviderUnavailable(f"{url}: not a JSON object")
         return document
+
+
+def _signing_key(entry):
+    """The public signing key an entry of a JWKS describes, or None for an entry that is not one:
+    a provider's one malformed or foreign entry must not take every other key down with it."""
+    if not isinstance(entry, dict) or entry.get("kty") not in SIGNING_KEY_TYPES or entry.get("use", "sig") != "sig":
+        return None
+    try:
+        return JWKRegistry.import_key(entry)
+    except (JoseError, ValueError, TypeError, KeyError):
+        return None

@@ -84,8 +84,8 @@ HOSTILE = {
         lambda stub, claims: stub.sign(claims(), header={"typ": "dpop+jwt"}), "the token is not an access token"
     ),
     "missing sub": (lambda stub, claims: stub.sign(claims(sub=None)), "the access token has no subject"),
-    "non-string scope": (
-        lambda stub, claims: stub.sign(claims(scope=["svc:profile.private"])), "the access token's scope is malformed"
+    "scope neither a string nor a list of strings": (
+        lambda stub, claims: stub.sign(claims(scope=42)), "the access token's scope is malformed"
     ),
     "over 8 KB": (lambda stub, claims: stub.sign(claims(padding="x" * 9000)), "the access token is too large"),
     "non-ASCII garbage": (lambda stub, claims: "äöü.\u2603.\U0001f4a9", MALFORMED),

@@ -1,0 +1,101 @@
+"""Opaque access tokens, validated by asking the provider (RFC 7662 token introspection)."""
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+
+import requests
+
+from ..errors import InvalidToken, ProviderUnavailable
+from .principal import Principal, build_principal
+from .provider import Provider
+from .provider_profiles import ProviderProfile
+
+MAX_TOKEN_BYTES = 8192
+
+
+class IntrospectedTokens:
+    """Turns a bearer token into a Principal by introspection, or raises InvalidToken (inactive or
+    not for this API) or ProviderUnavailable (the endpoint cannot answer: 503, never a 200).
+    An answer is remembered no longer than the token lives and never longer than `cache_ttl`,
+    so a revoked token stops working within `cache_ttl` seconds."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        client_id: str,
+        client_secret: str,
+        audience: str,
+        login_clients,
+        profile: ProviderProfile,
+        cache_ttl: float,
+        timeout: float,
+        cache_size: int = 10_000,
+    ):
+        self._provider = provider
+        self._credentials = (client_id, client_secret)
+        self._audience = audience
+        self._login_clients = frozenset(login_clients)
+        self._profile = profile
+        self._cache_ttl = cache_ttl
+        self._timeout = timeout
+        self._http = requests.Session()
+        self._cache: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def verify(self, token: str) -> Principal:
+        """The principal `token` stands for, from the cache or the introspection endpoint."""
+        if len(token) > MAX_TOKEN_BYTES:
+            raise InvalidToken("the access token is too large")
+        digest = hashlib.sha256(token.encode()).digest()  # the cache never holds a token itself
+        cached = self._cache.get(digest)
+        if cached is not None and time.time() < cached[1]:
+            return cached[0]
+        answer = self._introspect(token)
+        principal = self._principal(answer)
+        until = min(principal.expires_at, time.time() + self._cache_ttl)
+        with self._lock:
+            self._cache[digest] = (principal, until)
+            self._cache.move_to_end(digest)
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return principal
+
+    def _introspect(self, token: str) -> dict:
+        url = self._provider.endpoint("introspection_endpoint")
+        if not url:
+            raise ProviderUnavailable("discovery lists no introspection_endpoint")
+        form = {"token": token, "token_type_hint": "access_token"}
+        methods = self._provider.endpoint("introspection_endpoint_auth_methods_supported") or []
+        if methods == ["client_secret_post"]:
+            form["client_id"], form["client_secret"] = self._credentials
+            auth = None
+        else:
+            auth = self._credentials
+        try:
+            response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+            response.raise_for_status()
+            answer = response.json()
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderUnavailable(f"introspection endpoint: {type(error).__name__}") from None
+        if not isinstance(answer, dict) or not isinstance(answer.get("active"), bool):
+            raise ProviderUnavailable("introspection endpoint: not an RFC 7662 answer")
+        return answer
+
+    def _principal(self, answer: dict) -> Principal:
+        if not answer["active"]:
+            raise InvalidToken("the access token is not active")
+        if "iss" in answer and answer["iss"] != self._provider.issuer:
+            raise InvalidToken("the access token has the wrong issuer")
+        audience = answer.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        if audience is not None and self._audience not in audiences:
+            raise InvalidToken("the access token is not meant for this API")
+        if answer.get("token_type") not in (None, "Bearer", "bearer", "access_token"):
+            raise InvalidToken("the token is not an access token")
+        exp = answer.get("exp")
+        expires_at = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else float("inf")
+        return build_principal(answer, self._profile, self._login_clients, expires_at=expires_at)
