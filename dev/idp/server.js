@@ -23,6 +23,10 @@
 //   IDP_BACKCHANNEL_LOGOUT_URI     back-channel logout URI of every login client (default: none); with
 //                                  it, ID tokens carry `sid` and ending a provider session POSTs a
 //                                  logout token there (OpenID Connect Back-Channel Logout 1.0)
+//   IDP_TOKEN_SHAPE                whose access tokens to imitate, for the provider-profile tests:
+//                                  keycloak (default), okta (`scp` array, `cid`, `uid`, login in `sub`)
+//                                  or auth0 (issuer ending in `/`, `aud` list, `gty` and `<client>@clients`
+//                                  on client-credentials tokens)
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
@@ -73,6 +77,8 @@ const ID_TOKEN_TTL = seconds('IDP_ID_TOKEN_TTL', 300);
 const SESSION_TTL = seconds('IDP_SESSION_TTL', 28800);
 const DEMO_PASSWORD = process.env.IDP_DEMO_PASSWORD || 'demo';
 const BACKCHANNEL_LOGOUT_URI = process.env.IDP_BACKCHANNEL_LOGOUT_URI || '';
+const TOKEN_SHAPE = process.env.IDP_TOKEN_SHAPE || 'keycloak';
+if (!['keycloak', 'okta', 'auth0'].includes(TOKEN_SHAPE)) fail('IDP_TOKEN_SHAPE must be keycloak, okta or auth0');
 
 const REALM = '/realms/dev';
 const P = '/protocol/openid-connect'; // Keycloak's endpoint paths, relative to the realm
@@ -89,7 +95,11 @@ const ROUTES = {
 const LOGIN_ACTIONS = '/login-actions'; // our login pages: <REALM>/login-actions/<uid>[/login]
 
 // Resource indicator -> audience of the access tokens issued for it.
-const RESOURCES = { 'urn:profile-poke-api': 'profile-poke-api', 'urn:other-api': 'other-api' };
+const RESOURCES = {
+  'urn:profile-poke-api': 'profile-poke-api',
+  'urn:profile-poke-api:opaque': 'profile-poke-api', // the same API, with opaque tokens (introspection)
+  'urn:other-api': 'other-api',
+};
 const SVC_SCOPES = 'svc:profile.private svc:interact.poke';
 
 // Per client: its one resource, the API scopes it may get, the OIDC scopes it may request.
@@ -97,10 +107,13 @@ const LOGIN_CLIENTS = {
   'profile-poke-web': { oidcScope: 'openid profile offline_access', apiScope: SVC_SCOPES, ttl: ACCESS_TTL },
   'profile-poke-web-short': { oidcScope: 'openid profile offline_access', apiScope: SVC_SCOPES, ttl: SHORT_ACCESS_TTL },
   'profile-poke-web-limited': { oidcScope: 'openid', apiScope: 'svc:profile.private', ttl: ACCESS_TTL },
+  'profile-poke-web-opaque': {
+    oidcScope: 'openid profile offline_access', apiScope: SVC_SCOPES, ttl: ACCESS_TTL, resource: 'urn:profile-poke-api:opaque',
+  },
 };
 const POLICY = {
   ...Object.fromEntries(Object.entries(LOGIN_CLIENTS)
-    .map(([id, c]) => [id, { ...c, resource: 'urn:profile-poke-api' }])),
+    .map(([id, c]) => [id, { resource: 'urn:profile-poke-api', ...c }])),
   'profile-poke-service': { resource: 'urn:profile-poke-api', apiScope: SVC_SCOPES, ttl: ACCESS_TTL },
   'other-service': { resource: 'urn:other-api', apiScope: 'other:read', ttl: ACCESS_TTL },
 };
@@ -284,6 +297,31 @@ function loginPage(uid, clientId, username, error) {
 
 // ---------------------------------------------------------------------------- provider
 
+// Access tokens in another vendor's shape (IDP_TOKEN_SHAPE), as their token references describe.
+function reshape(token, payload) {
+  if (TOKEN_SHAPE === 'okta') {
+    // Okta: scopes in `scp` (array), the client in `cid`, the user id in `uid`, the login in `sub`.
+    payload.scp = (payload.scope || '').split(' ').filter(Boolean);
+    payload.cid = payload.client_id;
+    delete payload.scope;
+    delete payload.client_id;
+    delete payload.azp;
+    delete payload.preferred_username; // Okta access tokens carry no user name by default
+    if (token.accountId) {
+      payload.uid = token.accountId;
+      payload.sub = ACCOUNTS_BY_SUB.get(token.accountId)?.email ?? token.accountId;
+    }
+  } else if (TOKEN_SHAPE === 'auth0') {
+    // Auth0: `aud` lists the API and the userinfo URL; machine-to-machine tokens say so twice.
+    payload.aud = [payload.aud, `${issuer}userinfo`];
+    if (!token.accountId) {
+      payload.sub = `${payload.client_id}@clients`;
+      payload.gty = 'client-credentials';
+      payload.azp = payload.client_id;
+    }
+  }
+}
+
 // First party: every login gets everything the client may have, so no consent page.
 async function grantEverything(provider, clientId, accountId, grantId) {
   let grant = grantId ? await provider.Grant.find(grantId) : undefined;
@@ -377,12 +415,19 @@ function buildProvider(issuer) {
           return {
             audience: RESOURCES[indicator],
             scope: policy.apiScope,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'RS256' } },
+            ...(indicator.endsWith(':opaque')
+              ? { accessTokenFormat: 'opaque' }
+              : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
           };
         },
       },
+      introspection: {
+        enabled: true,
+        // Only the confidential clients (the API's own credentials) may introspect.
+        allowedPolicy: async (ctx, client) => client.clientAuthMethod !== 'none',
+      },
     },
+    formats: { customizers: { jwt: async (ctx, token, jwt) => reshape(token, jwt.payload) } },
     async renderError(ctx, out) {
       ctx.type = 'html';
       ctx.set('Content-Security-Policy', CSP);
@@ -618,7 +663,7 @@ server.on('error', (err) => fail(`cannot listen on ${HOST}:${PORT}: ${err.messag
 server.listen(PORT, HOST, () => {
   const { port } = server.address();
   const host = HOST.includes(':') ? `[${HOST}]` : HOST;
-  issuer = `http://${host}:${port}${REALM}`;
+  issuer = `http://${host}:${port}${REALM}${TOKEN_SHAPE === 'auth0' ? '/' : ''}`;
   useProvider(buildProvider(issuer));
   console.log(`dev-idp ready issuer=${issuer}`);
 });
