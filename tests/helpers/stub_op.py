@@ -22,7 +22,9 @@ class StubOP(StubIssuer):
         self.authorizations: list[dict] = []  # the recorded authorization requests
         self.token_requests: list[dict] = []  # token request forms, with the Authorization header as `authorization`
         self.token_endpoint = f"{self.issuer}/token"
-        self.token_failure: tuple[int, dict] | None = None  # status and body to answer every token request with
+        self.token_failure: tuple[int, dict | None] | None = None  # status and body (None: empty) of every answer
+        self.token_delay = 0.0  # seconds the token endpoint waits before answering
+        self.expires_in = 300  # lifetime of the access tokens it issues, as the token response says
         self.id_token = self.sign_id  # default claims -> the ID token, or None to leave it out
         self._grants: dict[str, dict] = {}
 
@@ -48,7 +50,7 @@ class StubOP(StubIssuer):
 
     def _authorize(self, params: dict) -> tuple[int, dict, None]:
         grant = {name: params.get(name) for name in AUTHORIZATION_FIELDS}
-        self.authorizations.append(grant)
+        self.authorizations.append({**params, **grant})
         code = secrets.token_urlsafe(16)
         self._grants[code] = grant
         query = urlencode({"code": code, "state": grant["state"], "iss": self.issuer})
@@ -56,6 +58,7 @@ class StubOP(StubIssuer):
 
     def _token(self, form: dict, headers) -> tuple[int, dict, dict]:
         self.token_requests.append({**form, "authorization": headers.get("Authorization")})
+        time.sleep(self.token_delay)
         if self.token_failure:
             return self.token_failure[0], {}, self.token_failure[1]
         grant = self._grants.pop(form.get("code"), None)
@@ -75,7 +78,7 @@ class StubOP(StubIssuer):
         claims = {"iss": self.issuer, "sub": "user-sub-1", "aud": grant["client_id"], "exp": now + 300, "iat": now,
                   "nonce": grant["nonce"], "preferred_username": "alice", "name": "Alice Liddell"}  # fmt: skip
         access_token = self.sign(self.access_claims(client_id=grant["client_id"], jti=secrets.token_hex(8)))
-        response = {"access_token": access_token, "token_type": "Bearer", "expires_in": 300,
+        response = {"access_token": access_token, "token_type": "Bearer", "expires_in": self.expires_in,
                     "refresh_token": secrets.token_urlsafe(32), "scope": SCOPE}  # fmt: skip
         id_token = self.id_token(claims)
         return response if id_token is None else {**response, "id_token": id_token}

@@ -1,0 +1,128 @@
+"""Refusal is not an outage: how the BFF reads the token endpoint on refresh, and what it sends the
+provider (extra authorization parameters, RFC 8707 `resource`, the logout `state`), against the stub
+provider's real HTTP endpoints."""
+
+import socket
+import time
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+import requests
+
+from app import create_app
+from app.extensions import services
+from app.store.profiles import Profile
+from config import Config
+from tests.conftest import app_env
+from tests.stub_op import StubOP
+
+CSRF = {"X-CSRF": "1"}
+
+
+@pytest.fixture(scope="module")
+def key():
+    return StubOP.new_key("op-key-1")
+
+
+@pytest.fixture
+def op(key):
+    stub = StubOP(key)
+    yield stub
+    stub.stop()
+
+
+def signed_in(op, redis, **env):
+    """A test client signed in through the stub provider, holding an access token that is already dead
+    (one second of life), so the next API call must refresh it."""
+    app = create_app(Config(app_env(op.issuer, **env)), redis=redis)
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
+    client = app.test_client()
+    op.expires_in = 1
+    login = client.get("/auth/login")
+    redirect = requests.get(login.headers["Location"], allow_redirects=False, timeout=5).headers["Location"]
+    parts = urlsplit(redirect)
+    assert client.get(f"{parts.path}?{parts.query}").status_code == 302
+    time.sleep(1.05)
+    return client
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+REFUSALS = {
+    "400 invalid_grant": (400, {"error": "invalid_grant", "error_description": "token expired"}),
+    "400 without a body": (400, None),
+    "400 with another error": (400, {"error": "invalid_request"}),
+    "401 invalid_client": (401, {"error": "invalid_client"}),
+    "401 without a body": (401, None),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_a_refused_refresh_ends_the_session_with_401(op, fake_redis, case):
+    client = signed_in(op, fake_redis)
+    op.token_failure = REFUSALS[case]
+    response = client.get("/api/v1/me/profile", headers=CSRF)
+    assert response.status_code == 401
+    assert response.json["error"] == {"code": "unauthorized", "message": "the session has ended; sign in again"}
+    assert op.token_requests[-1]["grant_type"] == "refresh_token"
+    assert client.get("/auth/session").json == {"authenticated": False}
+    assert fake_redis.keys("*:tokens:*") == []
+
+
+OUTAGES = {
+    "500": lambda op: setattr(op, "token_failure", (500, {"error": "server_error"})),
+    "503 without a body": lambda op: setattr(op, "token_failure", (503, None)),
+    "timeout": lambda op: setattr(op, "token_delay", 1.5),
+    "connection refused": lambda op: setattr(op, "token_endpoint", f"http://127.0.0.1:{closed_port()}/token"),
+}
+
+
+@pytest.mark.parametrize("case", list(OUTAGES))
+def test_a_provider_outage_on_refresh_is_503_and_the_session_stays(op, fake_redis, case):
+    # DISCOVERY_TTL=0: a moved token endpoint is seen at once.
+    client = signed_in(op, fake_redis, IDP_TIMEOUT="0.5", DISCOVERY_TTL="0")
+    OUTAGES[case](op)
+    response = client.get("/api/v1/me/profile", headers=CSRF)
+    assert response.status_code == 503
+    assert response.json["error"]["code"] == "unavailable"
+    assert client.get("/auth/session").json["authenticated"] is True
+    op.token_failure, op.token_delay = None, 0.0
+    assert fake_redis.keys("*:tokens:*") != []
+
+
+def test_auth_params_go_on_the_authorization_request_and_resource_on_the_token_request(op, fake_redis):
+    params = "audience=https%3A%2F%2Fapi.example&resource=https%3A%2F%2Fapi.example%2F&state=ignored"
+    client = signed_in(op, fake_redis, OIDC_AUTH_PARAMS=params)
+    [authorization] = op.authorizations
+    assert authorization["audience"] == "https://api.example"
+    assert authorization["resource"] == "https://api.example/"
+    assert authorization["state"] != "ignored"  # the flow's own parameters win
+    [exchange] = op.token_requests
+    assert exchange["resource"] == "https://api.example/" and "audience" not in exchange
+    op.token_failure = (400, {"error": "invalid_grant"})
+    client.get("/api/v1/me/profile", headers=CSRF)
+    assert op.token_requests[-1]["grant_type"] == "refresh_token"
+    assert op.token_requests[-1]["resource"] == "https://api.example/"
+
+
+def logout_query(client) -> dict:
+    url = client.post("/auth/logout", headers=CSRF).json["logout_url"]
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def test_the_logout_url_carries_a_fresh_random_state(op, fake_redis):
+    first = logout_query(signed_in(op, fake_redis))
+    second = logout_query(signed_in(op, fake_redis))
+    assert len(first["state"]) >= 16 and first["state"] != second["state"]
+    assert "logout_uri" not in first
+
+
+def test_the_cognito_profile_sends_logout_uri_as_well(op, fake_redis):
+    query = logout_query(signed_in(op, fake_redis, OIDC_PROVIDER_PROFILE="cognito", API_CLIENT_IDS="profile-poke-web"))
+    assert query["logout_uri"] == query["post_logout_redirect_uri"] == "http://127.0.0.1:8000/"
+    assert query["client_id"] == "profile-poke-web"
