@@ -19,8 +19,9 @@ TIME_CLAIMS = ("exp", "nbf", "iat")
 
 
 class AccessTokens:
-    """Turns a bearer token into a Principal or raises InvalidToken; remembers verified tokens
-    until they expire, so a token seen again costs a dictionary lookup."""
+    """Turns a bearer token into a Principal or raises InvalidToken; remembers verified tokens until
+    they expire (never longer than the signing keys are trusted without a re-read, JWKS_MAX_AGE), so a
+    token seen again costs a dictionary lookup."""
 
     def __init__(
         self,
@@ -40,7 +41,7 @@ class AccessTokens:
         self._leeway = leeway
         self._profile = profile
         self._registry = JWTClaimsRegistry(leeway=leeway, iss={"essential": True, "value": provider.issuer})
-        self._cache: OrderedDict[str, Principal] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Principal, float]] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
 
@@ -48,8 +49,8 @@ class AccessTokens:
         """The principal `token` stands for; InvalidToken when it is not a valid access token."""
         cached = self._cache.get(token)
         if cached is not None:
-            if time.time() < cached.expires_at + self._leeway:
-                return cached
+            if time.time() < cached[1]:
+                return cached[0]
             self._forget(token)
         claims = self._verified_claims(token)
         principal = build_principal(claims, self._profile, self._login_clients, expires_at=float(claims["exp"]))
@@ -99,7 +100,8 @@ class AccessTokens:
 
     def _remember(self, token: str, principal: Principal) -> None:
         with self._cache_lock:
-            self._cache[token] = principal
+            until = min(principal.expires_at + self._leeway, time.time() + self._provider.max_age)
+            self._cache[token] = (principal, until)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 

@@ -32,7 +32,7 @@ class Provider:
         self._timeout = timeout
         self._discovery_ttl = discovery_ttl
         self._refetch_interval = refetch_interval
-        self._max_age = max_age
+        self.max_age = max_age
         self._http = requests.Session()
         self._lock = threading.RLock()
         self._metadata: dict | None = None
@@ -72,7 +72,7 @@ class Provider:
     def key(self, kid: str | None):
         """The signing key named `kid` (or the only key when `kid` is None), or None when the provider
         has no such key; ProviderUnavailable when its keys could not be fetched to tell."""
-        if time.monotonic() - self._keys_at >= self._max_age:
+        if time.monotonic() - self._keys_at >= self.max_age:
             self._refresh_keys(unknown_kid=False)  # first load or max age: spends no unknown-kid allowance
         found = self._find(kid)
         if found is None and (kid is not None or not self._keys):
@@ -98,7 +98,7 @@ class Provider:
                 if now - self._unknown_kid_at < self._refetch_interval:
                     return
                 self._unknown_kid_at = now
-            elif now - self._keys_at < self._max_age:
+            elif now - self._keys_at < self.max_age:
                 return  # another thread re-read them while this one waited
             # A failed read is retried after FAILURE_BACKOFF, not on every request; the old keys serve.
             self._keys_at = now
@@ -108,7 +108,7 @@ class Provider:
                     raise TypeError("keys is not a list")
             except (ProviderUnavailable, KeyError, TypeError):
                 self._keys_failed = True
-                self._keys_at = now - self._max_age + min(FAILURE_BACKOFF, self._max_age)
+                self._keys_at = now - self.max_age + min(FAILURE_BACKOFF, self.max_age)
                 return
             keys, keyless = {}, []
             for key in filter(None, map(_signing_key, entries)):

@@ -78,7 +78,10 @@ def test_logout_ends_everything_and_sends_the_browser_to_end_session(app, idp, k
     assert client.get("/auth/session").json == {"authenticated": False}
     ended = client.get("/api/v1/me/profile", headers=CSRF)
     assert (ended.status_code, ended.json["error"]["message"]) == (401, "authentication required")
-    assert oidc_driver.confirm_logout(http, url) == app.config["OIDC_POST_LOGOUT_REDIRECT_URI"]
+    # The provider hands our random state back, as RP-Initiated Logout says.
+    assert len(query["state"]) >= 16
+    back = oidc_driver.confirm_logout(http, url)
+    assert back == f"{app.config['OIDC_POST_LOGOUT_REDIRECT_URI']}?state={query['state']}"
     again = http.get(start_login(app.test_client()), timeout=10)
     assert 'type="password"' in again.text  # the provider session is over: it asks for the password
 

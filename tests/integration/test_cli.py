@@ -70,3 +70,34 @@ def test_commands_on_a_missing_user_fail(app, command):
     result = run(app, command, "ghost")
     assert result.exit_code != 0
     assert "no profile ghost" in result.output
+
+
+def test_a_field_a_record_leaves_out_keeps_its_stored_value(app, tmp_path):
+    assert run(app, "disable", "bob").exit_code == 0
+    path = write(tmp_path, [{"username": "bob", "display_name": "Robert"}])
+    assert run(app, "import", path).exit_code == 0
+    shown = json.loads(run(app, "show", "bob").output)
+    assert shown["disabled"] is True  # never re-enabled by a record that says nothing about it
+    assert shown["sub"] == "85f133df-4106-414d-b3aa-3ec6f5a22072"  # never unlinked either
+    assert shown["display_name"] == "Robert" and shown["handle"] == "@bob"
+    assert shown["stats"] == {"steam": {"hours_played": 410, "achievements": 58}}
+
+
+def test_changing_a_linked_subject_needs_relink(app, tmp_path, redis):
+    prefix = app.config["REDIS_KEY_PREFIX"]
+    path = write(tmp_path, [{"username": "bob", "sub": "new-bob-sub"}])
+    refused = run(app, "import", path)
+    assert refused.exit_code != 0
+    assert "record 0: field 'sub': profile bob is linked to another subject; use --relink" in refused.output
+    assert json.loads(run(app, "show", "bob").output)["sub"] == "85f133df-4106-414d-b3aa-3ec6f5a22072"
+    assert run(app, "import", "--relink", path).exit_code == 0
+    assert json.loads(run(app, "show", "bob").output)["sub"] == "new-bob-sub"
+    assert redis.get(f"{prefix}sub:85f133df-4106-414d-b3aa-3ec6f5a22072") is None
+
+
+def test_integers_round_trip_exactly(app, tmp_path):
+    path = write(tmp_path, [{"username": "Zed", "aggregate_scores": {"overall": 92, "activity": 87.5}}])
+    assert run(app, "import", path).exit_code == 0
+    shown = run(app, "show", "zed").output
+    assert '"overall": 92,' in shown and '"activity": 87.5' in shown
+    assert app.test_client().get("/api/v1/users/zed").json["aggregate_scores"] == {"overall": 92, "activity": 87.5}

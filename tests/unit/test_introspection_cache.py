@@ -1,0 +1,106 @@
+"""Introspection mode's cache bound and outage handling, against a stub RFC 7662 endpoint: an answer
+is kept no longer than the token's `exp` nor INTROSPECTION_CACHE_TTL, and an endpoint that cannot
+answer is 503, never a 200 or a 401."""
+
+import socket
+import time
+
+import fakeredis
+import pytest
+
+from app import create_app
+from app.extensions import services
+from app.store.profiles import Profile
+from config import Config
+from tests.conftest import app_env
+from tests.stub_issuer import StubIssuer
+
+
+class IntrospectingIssuer(StubIssuer):
+    """The stub issuer with an introspection endpoint answering `self.answer_for(token)`."""
+
+    def __init__(self):
+        super().__init__()
+        self.introspection_endpoint = f"{self.issuer}/introspect"
+        self.active = True
+        self.exp_in = 300
+        self.forms: list[dict] = []
+
+    def discovery(self) -> dict:
+        return {**super().discovery(), "introspection_endpoint": self.introspection_endpoint}
+
+    def answer(self, method, path, params, headers):
+        if method == "POST" and path.endswith("/introspect"):
+            self.fetches["introspection"] += 1
+            self.forms.append({**params, "authorization": headers.get("Authorization")})
+            if not self.active:
+                return 200, {}, {"active": False}
+            claims = {"active": True, "iss": self.issuer, "aud": "profile-poke-api", "sub": "user-sub-1",
+                      "client_id": "profile-poke-web", "scope": "svc:profile.private",
+                      "exp": int(time.time()) + self.exp_in, "token_type": "Bearer"}  # fmt: skip
+            return 200, {}, claims
+        return super().answer(method, path, params, headers)
+
+
+@pytest.fixture
+def stub():
+    issuer = IntrospectingIssuer()
+    yield issuer
+    issuer.stop()
+
+
+def client_for(stub, **env):
+    settings = {"ACCESS_TOKEN_VALIDATION": "introspection", "INTROSPECTION_CLIENT_ID": "api",
+                "INTROSPECTION_CLIENT_SECRET": "api-secret", **env}  # fmt: skip
+    app = create_app(Config(app_env(stub.issuer, **settings)), redis=fakeredis.FakeRedis())
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
+    return app.test_client()
+
+
+def read(client, token="opaque-token-1"):
+    return client.get("/api/v1/me/profile", headers={"Authorization": f"Bearer {token}"})
+
+
+def test_answers_are_cached_no_longer_than_the_ttl(stub):
+    client = client_for(stub, INTROSPECTION_CACHE_TTL="0.5")
+    assert read(client).status_code == read(client).status_code == 200
+    assert stub.fetches["introspection"] == 1
+    stub.active = False  # revoked at the provider
+    time.sleep(0.6)
+    response = read(client)
+    assert response.status_code == 401
+    assert response.json["error"]["message"] == "the access token is not active"
+
+
+def test_answers_are_cached_no_longer_than_the_token_lives(stub):
+    stub.exp_in = 1
+    client = client_for(stub, INTROSPECTION_CACHE_TTL="60")
+    assert read(client).status_code == 200
+    stub.exp_in = 300
+    time.sleep(1.1)
+    assert read(client).status_code == 200
+    assert stub.fetches["introspection"] == 2
+
+
+def test_the_client_authenticates_with_http_basic_and_sends_the_token(stub):
+    read(client_for(stub))
+    [form] = stub.forms
+    assert form["token"] == "opaque-token-1" and form["authorization"].startswith("Basic ")
+    assert "client_secret" not in form
+
+
+def test_an_unreachable_endpoint_is_503(stub):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        stub.introspection_endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}/introspect"
+    response = read(client_for(stub, IDP_TIMEOUT="0.5"))
+    assert response.status_code == 503
+    assert response.json["error"]["code"] == "unavailable"
+
+
+def test_an_answer_for_another_audience_is_refused(stub):
+    client = client_for(stub, API_AUDIENCE="another-api")
+    response = read(client)
+    assert response.status_code == 401
+    assert response.json["error"]["message"] == "the access token is not meant for this API"
