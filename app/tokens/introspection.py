@@ -13,6 +13,9 @@ from .provider import Provider
 from .provider_profiles import ProviderProfile
 
 MAX_TOKEN_BYTES = 8192
+# A 400 carrying one of these is about the token, not an outage (oidc-provider answers
+# `unsupported_token_type` for a JWT access token, which it never introspects).
+TOKEN_ERRORS = {"unsupported_token_type", "invalid_token"}
 
 
 class IntrospectedTokens:
@@ -77,6 +80,8 @@ class IntrospectedTokens:
             auth = self._credentials
         try:
             response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+            if response.status_code == 400 and _error_of(response) in TOKEN_ERRORS:
+                raise InvalidToken("the access token is not one the provider can introspect")
             response.raise_for_status()
             answer = response.json()
         except (requests.RequestException, ValueError) as error:
@@ -99,3 +104,11 @@ class IntrospectedTokens:
         exp = answer.get("exp")
         expires_at = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else float("inf")
         return build_principal(answer, self._profile, self._login_clients, expires_at=expires_at)
+
+
+def _error_of(response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None

@@ -63,7 +63,7 @@ def test_an_unknown_token_is_inactive(introspecting_app):
 def test_a_jwt_the_provider_does_not_introspect_is_never_accepted(introspecting_app, idp):
     response = introspecting_app().test_client().get("/api/v1/me/profile", headers=bearer(idp.app_token()))
     assert response.status_code == 401
-    assert response.json["error"]["message"] == "the access token is not active"
+    assert response.json["error"]["message"] == "the access token is not one the provider can introspect"
 
 
 def test_a_failing_introspection_endpoint_is_503(introspecting_app, idp):
