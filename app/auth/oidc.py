@@ -31,10 +31,14 @@ class RefreshRejected(Exception):
     """The provider refused the refresh token (any 400 or 401, JSON body or not): the session is over."""
 
 
+class _Refused(OAuthError):
+    """A 400 or 401 from the token endpoint, whatever its body (an OAuthError, so metrics say refused)."""
+
+
 def _refusal_or_outage(response):
     """Authlib hook on the refresh response: a refusal ends the session; anything else not 2xx is an outage."""
     if response.status_code in REFUSALS:
-        raise RefreshRejected(response.status_code)
+        raise _Refused(error=f"http_{response.status_code}")
     if not 200 <= response.status_code < 300:
         raise ProviderUnavailable(f"token endpoint answered {response.status_code}")
     return response
@@ -106,6 +110,8 @@ class LoginClient:
                 return session.refresh_token(
                     self._endpoint("token_endpoint"), refresh_token=refresh_token, **self._token_params
                 )
+        except _Refused:
+            raise RefreshRejected() from None
         except OAuthError as error:
             if error.error == "invalid_grant":
                 raise RefreshRejected() from None

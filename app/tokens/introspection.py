@@ -8,6 +8,7 @@ from collections import OrderedDict
 import requests
 
 from ..errors import InvalidToken, ProviderUnavailable
+from ..metrics import provider_call
 from .principal import Principal, build_principal
 from .provider import Provider
 from .provider_profiles import ProviderProfile
@@ -79,7 +80,8 @@ class IntrospectedTokens:
         else:
             auth = self._credentials
         try:
-            response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+            with provider_call("introspection"):
+                response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
             if response.status_code == 400 and _error_of(response) in TOKEN_ERRORS:
                 raise InvalidToken("the access token is not one the provider can introspect")
             response.raise_for_status()
