@@ -2,6 +2,7 @@
 every step no token in document.cookie, localStorage or sessionStorage."""
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -64,7 +65,8 @@ def test_sign_in_profile_poke_cooldown_and_sign_out(page, live_app, redis):
     page.click("#signout button")
     page.click("button[name=logout]")  # the provider asks to confirm
     expect(page.locator("#status")).to_have_text("Signed out")
-    assert page.url == f"{live_app.url}/"
+    assert page.url.split("?")[0] == f"{live_app.url}/"
+    assert parse_qs(urlsplit(page.url).query).keys() == {"state"}  # the logout state, handed back
     assert_no_token_in_the_page(page, tokens)
     assert not any(c["name"] == SESSION_COOKIE for c in page.context.cookies())
 
