@@ -20,14 +20,14 @@ if TYPE_CHECKING:  # only names for the types: app.metrics reads services() and 
     from .auth.oidc import LoginClient
     from .auth.session_tokens import SessionTokens
     from .store import Store
-    from .tokens import AccessTokens, Provider
+    from .tokens import AccessTokens, IntrospectedTokens, Provider
 
 
 @dataclass(frozen=True)
 class Services:
     store: Store
     provider: Provider
-    access_tokens: AccessTokens
+    access_tokens: AccessTokens | IntrospectedTokens  # by ACCESS_TOKEN_VALIDATION
     login_client: LoginClient
     session_tokens: SessionTokens
     browser_sessions: BrowserSessions

@@ -77,8 +77,11 @@ class LoginClient:
         url, _ = OAuth2Session(
             client_id=self.client_id, scope=self.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
         ).create_authorization_url(
-            self._endpoint("authorization_endpoint"), state=state, code_verifier=verifier, nonce=nonce,
-            **self._extra_auth_params
+            self._endpoint("authorization_endpoint"),
+            state=state,
+            code_verifier=verifier,
+            nonce=nonce,
+            **self._extra_auth_params,
         )
         return url
 
