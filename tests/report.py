@@ -7,6 +7,20 @@ from collections import defaultdict
 from pathlib import Path
 
 SECTIONS = [
+    ("tests/unit/tokens/test_profile_", "Identity-provider profiles",
+     "Keycloak, Auth0, Okta, Entra ID, Cognito token shapes: user and app tokens, missing scope, issuer, "
+     "vendor quirks; Okta and Auth0 shapes on the real dev provider"),
+    ("tests/integration/test_provider_shapes.py", "Identity-provider profiles", ""),
+    ("tests/unit/tokens/test_signing_keys.py", "Signing keys and opaque tokens",
+     "JWKS max age, malformed entries, key rotation on the real provider, RFC 7662 introspection, "
+     "revocation within the cache TTL, introspection outage"),
+    ("tests/integration/test_key_rotation.py", "Signing keys and opaque tokens", ""),
+    ("tests/integration/test_introspection.py", "Signing keys and opaque tokens", ""),
+    ("tests/unit/tokens/test_introspection.py", "Signing keys and opaque tokens", ""),
+    ("tests/unit/auth/test_provider_refusals.py", "Refresh refusal vs outage",
+     "400/401 with or without a body end the session; 5xx, timeout, refused connection keep it; logout state"),
+    ("tests/unit/store/test_profile_linking.py", "Safe profile linking",
+     "no claim by username, Kelvin sign, clashes logged with both subjects, emails never usernames"),
     ("tests/unit/tokens/", "Hostile access tokens",
      "alg none, HS256 with the RSA key, unknown/flooded kid, jku/x5u/jwk headers, crit, expired, nbf/iat "
      "in the future, wrong iss/aud, ID token as access token, missing sub, bad scope, > 8 KB, garbage"),

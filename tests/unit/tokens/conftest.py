@@ -10,8 +10,8 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
-from tests.conftest import app_env
-from tests.stub_issuer import StubIssuer
+from tests.helpers.settings import app_env
+from tests.helpers.stub_issuer import StubIssuer
 
 
 @dataclass

@@ -7,7 +7,7 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile, normalize_username
 from config import Config
-from tests.conftest import app_env
+from tests.helpers.settings import app_env
 
 PROFILE = "/api/v1/me/profile"
 

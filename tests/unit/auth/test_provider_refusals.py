@@ -13,8 +13,8 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
-from tests.conftest import app_env
-from tests.stub_op import StubOP
+from tests.helpers.settings import app_env
+from tests.helpers.stub_op import StubOP
 
 CSRF = {"X-CSRF": "1"}
 

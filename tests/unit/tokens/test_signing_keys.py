@@ -8,7 +8,7 @@ import pytest
 
 from app.tokens.provider import Provider, discovery_url
 from app.tokens.signatures import BadToken, signed_claims
-from tests.stub_issuer import StubIssuer
+from tests.helpers.stub_issuer import StubIssuer
 
 
 class RawEntry:
