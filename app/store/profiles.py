@@ -79,7 +79,11 @@ class SubjectClash(Exception):
     def __init__(self, username: str, subject: str, owner: str | None):
         super().__init__(username)
         self.username, self.subject, self.owner = username, subject, owner
-        self.message = f"the username {username} is taken by another account"
+        self.message = (
+            "this account's username belongs to another account"
+            if owner
+            else f"the username {username} is taken by a profile not yet linked to an account; an operator must link it"
+        )
 
     def log_line(self) -> str:
         """Both subjects, for the operator who has to sort it out."""

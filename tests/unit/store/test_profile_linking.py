@@ -43,7 +43,10 @@ def test_an_unclaimed_profile_is_not_claimed_by_username_by_default(stub_issuer,
     app = make_app(stub_issuer, fake_redis)
     response = call(app, stub_issuer, sub="intruder-sub", preferred_username="KATE")
     assert response.status_code == 403
-    assert response.json["error"] == {"code": "forbidden", "message": "the username kate is taken by another account"}
+    assert response.json["error"] == {
+        "code": "forbidden",
+        "message": "the username kate is taken by a profile not yet linked to an account; an operator must link it",
+    }
     assert owner_of(app, "kate") is None
     log = capsys.readouterr().out
     assert "intruder-sub" in log and "LINK_UNCLAIMED_PROFILES is off" in log
@@ -63,13 +66,13 @@ def test_with_the_operator_opt_in_an_unclaimed_profile_is_claimed_once(stub_issu
     assert owner_of(app, "kate") == "kate-sub"
     second = call(app, stub_issuer, sub="other-sub", preferred_username="kate")
     assert second.status_code == 403
-    assert second.json["error"]["message"] == "the username kate is taken by another account"
+    assert second.json["error"]["message"] == "this account's username belongs to another account"
 
 
 def test_a_clash_with_an_owned_profile_is_logged_with_both_subjects(stub_issuer, fake_redis, capsys):
     app = make_app(stub_issuer, fake_redis, LINK_UNCLAIMED_PROFILES="true")
     response = call(app, stub_issuer, sub="mallory-sub", preferred_username="ALICE")
-    assert response.json["error"]["message"] == "the username alice is taken by another account"
+    assert response.json["error"]["message"] == "this account's username belongs to another account"
     log = capsys.readouterr().out
     assert "mallory-sub" in log and "alice-sub" in log
     assert owner_of(app, "alice") == "alice-sub"
