@@ -99,21 +99,17 @@ def count_redis_error(error: Exception) -> None:
         _child(REDIS_ERRORS, type(error).__name__).inc()
 
 
-@contextmanager
-def poke_observed():
-    """Count the poke decided inside the block by its outcome."""
-    if not _enabled:
-        yield
-        return
-    outcome = "error"
-    try:
-        yield
-        outcome = "poked"
-    except Exception as error:
-        outcome = _poke_outcome(error)
-        raise
-    finally:
-        _child(POKES, outcome).inc()
+class poke_observed:  # lower case: used like a function, `with poke_observed():`
+    """Count the poke decided inside the block by its outcome (a class, not a generator: it runs on
+    every poke, and this costs a third as much)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if _enabled:
+            _child(POKES, "poked" if error is None else _poke_outcome(error)).inc()
+        return False
 
 
 def _poke_outcome(error: Exception) -> str:
