@@ -90,6 +90,7 @@ class SessionTokens:
             "id_token": None,
             "scope": "",
             "user_agent": user_agent,
+            "provider_sid": provider_sid,  # kept so a SECRET_KEY rotation can re-index the session
         }
         record = _with_response(base, response, now)
         ref = self._ref(sid)
@@ -127,7 +128,9 @@ class SessionTokens:
             if stored:
                 entry = {"ref": ref, "started": stored["started"], "ends": stored["ends"],
                          "user_agent": stored.get("user_agent", "unknown browser")}  # fmt: skip
-                self._index.add(sub=stored["sub"], session_id=stored["id"], entry=entry, provider_sid=None)
+                self._index.add(
+                    sub=stored["sub"], session_id=stored["id"], entry=entry, provider_sid=stored.get("provider_sid")
+                )
                 return
 
     def credential_for_cookie(self, cookie: str) -> SessionCredential:

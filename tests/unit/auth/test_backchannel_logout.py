@@ -12,7 +12,7 @@ from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
-from tests.helpers.settings import CSRF, app_env
+from tests.helpers.settings import CSRF, app_env, session_cookie_name
 from tests.helpers.stub_op import StubOP
 
 EVENT = {"http://schemas.openid.net/event/backchannel-logout": {}}
@@ -127,3 +127,21 @@ def test_the_back_channel_needs_no_cookie_and_no_csrf_header(app, op):
     response = app.test_client().post("/auth/backchannel-logout", data={"logout_token": logout_token(op)})
     assert response.status_code == 200
     assert "Set-Cookie" not in response.headers
+
+
+def test_a_session_moved_by_a_secret_key_rotation_still_ends_by_its_provider_session(op, fake_redis):
+    old_key, new_key = "old-" + "k" * 40, "new-" + "k" * 40
+    before = create_app(Config(app_env(op.issuer, SECRET_KEY=old_key, REDIS_KEY_PREFIX="rot:")), redis=fake_redis)
+    with before.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
+    cookie = signed_in(before).get_cookie(session_cookie_name()).value
+    after = create_app(
+        Config(app_env(op.issuer, SECRET_KEY=new_key, SECRET_KEY_FALLBACKS=old_key, REDIS_KEY_PREFIX="rot:")),
+        redis=fake_redis,
+    )
+    client = after.test_client()
+    client.set_cookie(session_cookie_name(), cookie)
+    assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200  # moved to its new name
+    assert post(after, logout_token(op, sub="someone-else")).status_code == 200  # matched by sid alone
+    response = client.get("/api/v1/me/profile", headers=CSRF)
+    assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
