@@ -3,11 +3,14 @@
 import json
 import re
 import string
+import time
 from dataclasses import dataclass, field
 
 USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}", re.ASCII)
 # Only A-Z are lowered: Unicode case folding would make "\u212aate" (Kelvin sign) into "kate".
 ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+# How long a process trusts a subject link it read: an operator's relink reaches every process within it.
+LINK_MEMORY_SECONDS = 30
 PUBLIC_FIELDS = ("username", "handle", "display_name", "aggregate_scores", "disabled")
 
 # Link a subject to a profile: create it, claim an unowned one only when ARGV[4] is '1', or refuse.
@@ -113,8 +116,8 @@ class Profiles:
         self._link_unclaimed = link_unclaimed
         self._keys = keys
         self._claim = redis.register_script(_CLAIM)
-        # A link never changes once made, so a process may remember it for good.
-        self._links: dict[str, str] = {}
+        # A link changes only by an operator's relink, so a process may remember it for a while.
+        self._links: dict[str, tuple[str, float]] = {}
         self._link_cache_size = link_cache_size
 
     def get(self, username: str) -> Profile | None:
@@ -151,10 +154,11 @@ class Profiles:
 
     def linked_username(self, sub: str) -> str | None:
         """The username linked to `sub`, if any; never links anything."""
-        username = self._links.get(sub)
-        if username is None:
+        username, remembered_until = self._links.get(sub, (None, 0.0))
+        if username is None or time.monotonic() >= remembered_until:
             raw = self._redis.get(self._keys.subject(sub))
             if raw is None:
+                self._links.pop(sub, None)
                 return None
             username = raw.decode()
             self._remember(sub, username)
@@ -194,4 +198,4 @@ class Profiles:
     def _remember(self, sub: str, username: str) -> None:
         if len(self._links) >= self._link_cache_size:
             self._links.clear()
-        self._links[sub] = username
+        self._links[sub] = (username, time.monotonic() + LINK_MEMORY_SECONDS)

@@ -5,6 +5,7 @@ import pytest
 
 from app import create_app
 from app.extensions import services
+from app.store import profiles
 from app.store.profiles import Profile, normalize_username
 from config import Config
 from tests.helpers.settings import app_env
@@ -107,3 +108,19 @@ def test_integer_scores_come_back_as_integers(stub_issuer, fake_redis):
         assert body["aggregate_scores"] == {"overall": 92, "activity": 87.5}
         assert isinstance(body["aggregate_scores"]["overall"], int)
     assert isinstance(own["stats"]["steam"]["hours"], int)
+
+
+def test_a_relink_by_the_operator_reaches_a_running_process_within_the_link_memory(
+    stub_issuer, fake_redis, monkeypatch
+):
+    monkeypatch.setattr(profiles, "LINK_MEMORY_SECONDS", 0)  # as if the memory had run out
+    app = make_app(stub_issuer, fake_redis, REDIS_KEY_PREFIX="relink:")
+    assert call(app, stub_issuer, sub="alice-sub").status_code == 200  # this process now remembers the link
+    operator = create_app(Config(app_env(stub_issuer.issuer, REDIS_KEY_PREFIX="relink:")), redis=fake_redis)
+    with operator.app_context():  # what `users import --relink` does, in another process
+        relinked = Profile("alice", "@alice", "Alice", sub="alice-new-sub")
+        services().store.profiles.put(relinked, replaced_sub="alice-sub")
+    response = call(app, stub_issuer, sub="alice-sub", preferred_username="alice")
+    assert response.status_code == 403
+    assert response.json["error"]["message"] == "this account's username belongs to another account"
+    assert call(app, stub_issuer, sub="alice-new-sub").json["data"]["handle"] == "@alice"
