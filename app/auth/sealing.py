@@ -7,6 +7,8 @@ current key.
 """
 
 import base64
+import hashlib
+import hmac
 import json
 import secrets
 
@@ -15,9 +17,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-VERSION = "v1"
+VERSION = "v2"
 NONCE_BYTES = 12
-INFO = b"profile-poke session tokens v1"
+INFO = b"profile-poke session tokens v2"
+SALT_LABEL = b"profile-poke token sealing salt"
 SEALED_FIELDS = ("access_token", "refresh_token", "id_token")
 # The refresh token is also sealed under SECRET_KEY alone, so that your other session can revoke it.
 REVOCATION = "refresh-token revocation"
@@ -28,7 +31,10 @@ class Unsealable(Exception):
 
 
 def _key(cookie: str, secret: str) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=secret.encode(), info=INFO).derive(cookie.encode())
+    # Not salt=secret: HKDF's extract step would then be HMAC(secret, cookie), which is the session's
+    # name in Redis (app.auth.sessions.session_ref), and the key would follow from Redis alone.
+    salt = hmac.new(secret.encode(), SALT_LABEL, hashlib.sha256).digest()
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=INFO).derive(cookie.encode())
 
 
 class Sealer:

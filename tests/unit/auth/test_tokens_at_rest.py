@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from app import create_app
+from app.auth.sealing import VERSION
 from app.auth.sessions import session_ref
 from app.extensions import services
 from app.store.keys import Keys
@@ -54,7 +55,9 @@ def test_the_tokens_are_sealed_in_redis_and_open_only_with_the_cookie(op, fake_r
     client = signed_in(app)
     raw = fake_redis.get(token_key(app, client))
     stored = json.loads(raw)
-    assert stored["sealed"].startswith("v1.") and not {"access_token", "refresh_token", "id_token"} & set(stored)
+    assert stored["sealed"].startswith(f"{VERSION}.") and not {"access_token", "refresh_token", "id_token"} & set(
+        stored
+    )
     cookie = client.get_cookie(SESSION_COOKIE).value
     tokens = opened_token_set(raw, app.config["SECRET_KEY"], cookie)
     everything = b"".join(fake_redis.dump(key) or b"" for key in fake_redis.keys("*"))
