@@ -7,7 +7,7 @@ from ..errors import BadLogoutToken
 from ..tokens.signatures import BadToken, is_number, signed_claims
 
 BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
-MAX_AGE = 300  # seconds a logout token is accepted after its iat; its jti is remembered as long
+MAX_AGE = 300  # seconds a logout token is accepted after its iat; its jti is kept that long plus the leeway
 LOGOUT_TYPES = {"logout+jwt", "application/logout+jwt"}
 
 

@@ -77,7 +77,8 @@ def backchannel_logout():
         services().provider, request.form.get("logout_token"), client_id=config["OIDC_CLIENT_ID"],
         leeway=config["TOKEN_LEEWAY"],
     )  # fmt: skip
-    if not services().store.session_index.first_use_of_logout_token(claims["jti"], MAX_AGE):
+    # Remembered as long as the token can be accepted: an iat up to `leeway` ahead adds to MAX_AGE.
+    if not services().store.session_index.first_use_of_logout_token(claims["jti"], MAX_AGE + config["TOKEN_LEEWAY"]):
         raise BadLogoutToken("this logout token was already used")
     services().browser_sessions.end_for_logout_token(claims)
     return "", 200

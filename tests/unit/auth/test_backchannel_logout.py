@@ -9,7 +9,9 @@ import pytest
 import requests
 
 from app import create_app
+from app.auth.backchannel import MAX_AGE
 from app.extensions import services
+from app.store.keys import Keys
 from app.store.profiles import Profile
 from config import Config
 from tests.helpers.settings import CSRF, app_env, session_cookie_name
@@ -111,6 +113,14 @@ def test_a_replayed_jti_is_refused(app, op):
     assert post(app, token).status_code == 200
     replay = post(app, token)
     assert (replay.status_code, replay.json["error_description"]) == (400, "this logout token was already used")
+
+
+def test_the_jti_of_a_token_dated_ahead_is_remembered_until_the_token_can_no_longer_be_accepted(app, op, fake_redis):
+    iat = int(time.time()) + app.config["TOKEN_LEEWAY"]  # the latest iat still accepted
+    token = logout_token(op, sid="nobody-here", iat=iat, exp=None, jti="jti-ahead")
+    assert post(app, token).status_code == 200
+    accepted_for = iat + MAX_AGE - time.time()
+    assert fake_redis.ttl(Keys(app.config["REDIS_KEY_PREFIX"]).logout_token("jti-ahead")) >= accepted_for
 
 
 def test_a_token_signed_by_another_key_or_missing_is_refused(app, op):
