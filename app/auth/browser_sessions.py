@@ -79,15 +79,17 @@ class BrowserSessions:
 
     def end_for_logout_token(self, claims: dict) -> int:
         """End the sessions a valid logout token names: those of its `sid`, else every one of its
-        `sub`; return how many were live. The provider already ended its side, so nothing is revoked."""
+        `sub`; return how many were live. The provider already ended its side, so nothing is revoked.
+        The index goes last, so a retry after a failure still finds every session."""
         if claims.get("sid"):
             refs = self._index.refs_of_provider_session(claims["sid"])
+            ended = sum(self._token_sets.delete(ref) for ref in refs)
             self._index.forget_provider_session(claims["sid"])
         else:
             entries = self._index.of_subject(claims["sub"])
-            refs = [entry["ref"] for entry in entries.values()]
+            ended = sum(self._token_sets.delete(entry["ref"]) for entry in entries.values())
             self._index.forget(sub=claims["sub"], session_ids=list(entries))
-        return sum(self._token_sets.delete(ref) for ref in refs)
+        return ended
 
     def _end_ref(self, ref: str) -> bool:
         refresh_token = self._session_tokens.revocable_refresh_token(ref)

@@ -80,7 +80,12 @@ def backchannel_logout():
     # Remembered as long as the token can be accepted: an iat up to `leeway` ahead adds to MAX_AGE.
     if not services().store.session_index.first_use_of_logout_token(claims["jti"], MAX_AGE + config["TOKEN_LEEWAY"]):
         raise BadLogoutToken("this logout token was already used")
-    services().browser_sessions.end_for_logout_token(claims)
+    try:
+        services().browser_sessions.end_for_logout_token(claims)
+    except Exception:
+        # Sessions may still be alive: the provider's retry of this same token must be accepted.
+        services().store.session_index.forget_logout_token(claims["jti"])
+        raise
     return "", 200
 
 

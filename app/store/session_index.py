@@ -57,5 +57,9 @@ class SessionIndex:
         """Remember a logout token's `jti` for `ttl_seconds`; False when it was already seen."""
         return bool(self._redis.set(self._keys.logout_token(jti), "1", nx=True, ex=ttl_seconds))
 
+    def forget_logout_token(self, jti: str) -> None:
+        """Forget a logout token's `jti`, so the token is accepted again."""
+        self._redis.delete(self._keys.logout_token(jti))
+
     def forget_provider_session(self, provider_sid: str) -> None:
         self._redis.delete(self._keys.sessions_of_provider_session(provider_sid))

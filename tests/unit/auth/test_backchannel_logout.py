@@ -5,7 +5,9 @@ import time
 import uuid
 from urllib.parse import urlsplit
 
+import fakeredis
 import pytest
+import redis
 import requests
 
 from app import create_app
@@ -121,6 +123,39 @@ def test_the_jti_of_a_token_dated_ahead_is_remembered_until_the_token_can_no_lon
     assert post(app, token).status_code == 200
     accepted_for = iat + MAX_AGE - time.time()
     assert fake_redis.ttl(Keys(app.config["REDIS_KEY_PREFIX"]).logout_token("jti-ahead")) >= accepted_for
+
+
+class RedisThatFailsOneDelete(fakeredis.FakeRedis):
+    """fakeredis whose next pipeline that deletes keys raises ConnectionError, once armed."""
+
+    armed = False
+
+    def pipeline(self, transaction=True, shard_hint=None):
+        pipe = super().pipeline(transaction, shard_hint)
+        execute = pipe.execute
+
+        def failing_execute(raise_on_error=True):
+            if self.armed and any(args[0] == "DEL" for args, _ in pipe.command_stack):
+                self.armed = False
+                raise redis.ConnectionError("connection lost")
+            return execute(raise_on_error)
+
+        pipe.execute = failing_execute
+        return pipe
+
+
+@pytest.mark.parametrize("sid", ["op-session-1", None])
+def test_a_logout_that_failed_midway_ends_the_sessions_when_the_provider_retries(op, sid):
+    app = create_app(Config(app_env(op.issuer)), redis=(flaky := RedisThatFailsOneDelete()))
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
+    client, token = signed_in(app), logout_token(op, sid=sid)
+    flaky.armed = True
+    failed = post(app, token)
+    assert (failed.status_code, failed.json["error"]["message"]) == (503, "the service's storage is unavailable")
+    retry = post(app, token)
+    assert (retry.status_code, retry.data) == (200, b"")
+    assert client.get("/auth/session").json == {"authenticated": False}
 
 
 def test_a_token_signed_by_another_key_or_missing_is_refused(app, op):
