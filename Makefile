@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 IDP := dev/idp
 
-.PHONY: dev test lint format unit token app-token bench sizing system system-test clean
+.PHONY: dev test lint format unit token app-token bench sizing mutation system system-test clean
 
 dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
 	$(BIN)/python -m dev.run
@@ -60,3 +60,7 @@ bench: $(VENV)/.installed $(IDP)/node_modules/.installed
 
 sizing: $(VENV)/.installed $(IDP)/node_modules/.installed
 	$(BIN)/python -m bench.sizing
+
+# mutmut over the security core with the fast tests; writes docs/mutation-report.{md,json}.
+mutation: $(VENV)/.installed
+	$(BIN)/python -m dev.mutation

@@ -1,0 +1,146 @@
+"""`make mutation`: mutmut over the security core with the fast test layer, then the reports.
+
+Writes docs/mutation-report.md and docs/mutation-report.json. Fails when fewer than 90 % of the
+mutants are killed, or when a survivor has no reason recorded in dev/mutation-equivalents.toml.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+TARGET = 0.90
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENTS = ROOT / "dev" / "mutation-equivalents.toml"
+REPORT_MD = ROOT / "docs" / "mutation-report.md"
+REPORT_JSON = ROOT / "docs" / "mutation-report.json"
+KILLED = {"killed", "timeout", "caught by type check"}
+
+
+def modules() -> list[str]:
+    """The files mutmut mutates, as pyproject.toml's `only_mutate` names them."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    found = set()
+    for pattern in config["only_mutate"]:
+        found.update(str(path.relative_to(ROOT)) for path in ROOT.glob(pattern) if path.suffix == ".py")
+    return sorted(found)
+
+
+def run_mutmut() -> float:
+    """Run mutmut from a clean slate; return how long it took in seconds."""
+    subprocess.run(["rm", "-rf", "mutants"], cwd=ROOT, check=True)
+    started = time.monotonic()
+    log = (ROOT / ".mutmut.log").open("w")
+    subprocess.run([sys.executable, "-m", "mutmut", "run"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
+    return time.monotonic() - started
+
+
+def results() -> dict[str, str]:
+    """Each mutant's name and status, as mutmut recorded them."""
+    from mutmut.__main__ import SourceFileMutationData, walk_mutatable_files
+    from mutmut.stats import status_by_exit_code
+
+    statuses = {}
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        statuses.update({name: status_by_exit_code[code] for name, code in data.exit_code_by_key.items()})
+    return statuses
+
+
+def located(name: str) -> dict:
+    """File, line and diff of one mutant; the line is the first changed line in the original file."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    module = name.split(".x", 1)[0] if ".x" in name else name
+    path = module.replace(".", "/") + ".py"
+    diff = get_diff_for_mutant(name, path=path)
+    removed = next((line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")), "")
+    added = next((line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")), "")
+    return {"file": path, "line": _line_of(path, name, removed), "diff": f"- {removed.strip()}\n+ {added.strip()}"}
+
+
+def _line_of(path: str, name: str, removed: str) -> int:
+    function = name.rsplit("__mutmut_", 1)[0].rsplit("ǁ", 1)[-1].split(".x_")[-1]
+    source = (ROOT / path).read_text()
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
+            for number in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                if lines[number - 1].strip() == removed.strip():
+                    return number
+            return node.lineno
+    return 0
+
+
+def reasons() -> list[dict]:
+    """The recorded equivalent mutants: file, the original and mutated line, and why."""
+    if not EQUIVALENTS.exists():
+        return []
+    return tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])
+
+
+def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
+    for entry in recorded:
+        if entry["file"] == survivor["file"] and entry["diff"].strip() == survivor["diff"].strip():
+            return entry["why"]
+    return None
+
+
+def main() -> int:
+    seconds = run_mutmut()
+    statuses = results()
+    recorded = reasons()
+    killed = sum(status in KILLED for status in statuses.values())
+    survived = []
+    for name, status in sorted(statuses.items()):
+        if status in KILLED or status == "skipped":
+            continue
+        entry = located(name)
+        entry["status"] = status
+        entry["why"] = reason_for(entry, recorded) or "UNEXPLAINED"
+        survived.append(entry)
+    report = {
+        "modules": modules(),
+        "mutants": len(statuses),
+        "killed": killed,
+        "seconds": round(seconds),
+        "survived": survived,
+    }
+    REPORT_JSON.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    REPORT_MD.write_text(markdown(report))
+    score = killed / max(1, len(statuses))
+    unexplained = [entry for entry in survived if entry["why"] == "UNEXPLAINED"]
+    print(f"mutation: {killed}/{len(statuses)} killed ({score:.1%}) in {seconds:.0f} s; "
+          f"{len(survived)} survived, {len(unexplained)} unexplained; see {REPORT_MD.relative_to(ROOT)}")  # fmt: skip
+    return 0 if score >= TARGET and not unexplained else 1
+
+
+def markdown(report: dict) -> str:
+    score = report["killed"] / max(1, report["mutants"])
+    lines = [
+        "# Mutation report",
+        "",
+        "Written by `make mutation` (mutmut over the security core, killed by the fast test layer "
+        "`tests/unit`). Do not edit by hand.",
+        "",
+        f"- Modules: {', '.join(f'`{module}`' for module in report['modules'])}",
+        f"- Mutants: {report['mutants']}; killed: {report['killed']} ({score:.1%}); "
+        f"survived: {len(report['survived'])}; run time: {report['seconds']} s on this machine",
+        "",
+        "## Survivors and why each is equivalent",
+        "",
+        "| file:line | change | status | why it cannot be told apart |",
+        "|---|---|---|---|",
+    ]
+    for entry in report["survived"]:
+        change = "<br>".join(f"`{line}`" for line in entry["diff"].replace("|", "\\|").splitlines())
+        lines.append(f"| `{entry['file']}:{entry['line']}` | {change} | {entry['status']} | {entry['why']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
