@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "dev" / "mutation-equivalents.toml"
 REPORT_MD = ROOT / "docs" / "mutation-report.md"
 REPORT_JSON = ROOT / "docs" / "mutation-report.json"
+LOG = ROOT / ".mutmut.log"
 KILLED = {"killed", "timeout", "caught by type check"}
 
 
@@ -30,11 +31,15 @@ def modules() -> list[str]:
 
 
 def run_mutmut() -> float:
-    """Run mutmut from a clean slate; return how long it took in seconds."""
+    """Run mutmut from a clean slate; return how long it took in seconds. Exits when mutmut fails."""
     subprocess.run(["rm", "-rf", "mutants"], cwd=ROOT, check=True)
     started = time.monotonic()
-    log = (ROOT / ".mutmut.log").open("w")
-    subprocess.run([sys.executable, "-m", "mutmut", "run"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
+    with LOG.open("w") as log:
+        run = [sys.executable, "-m", "mutmut", "run"]
+        finished = subprocess.run(run, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if finished.returncode != 0:
+        tail = LOG.read_text().replace("\r", "\n").splitlines()[-30:]
+        sys.exit("\n".join([*tail, f"mutmut failed (exit {finished.returncode}); no report written; see {LOG.name}"]))
     return time.monotonic() - started
 
 
@@ -93,6 +98,9 @@ def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
 def main() -> int:
     seconds = run_mutmut()
     statuses = results()
+    unchecked = [name for name, status in statuses.items() if status == "not checked"]
+    if unchecked:
+        sys.exit(f"mutmut left {len(unchecked)} mutants unchecked (first: {unchecked[0]}); no report written")
     recorded = reasons()
     killed = sum(status in KILLED for status in statuses.values())
     survived = []
