@@ -1,5 +1,6 @@
 """A controllable OpenID provider for sign-in tests: the stub issuer plus an authorization endpoint that
-answers at once (no login page) and a token endpoint that checks the code, redirect URI and PKCE."""
+answers at once (no login page), a token endpoint that checks the code, redirect URI and PKCE, and a
+revocation endpoint that records what it is sent."""
 
 import hashlib
 import secrets
@@ -26,21 +27,27 @@ class StubOP(StubIssuer):
         self.token_delay = 0.0  # seconds the token endpoint waits before answering
         self.expires_in = 300  # lifetime of the access tokens it issues, as the token response says
         self.id_token = self.sign_id  # default claims -> the ID token, or None to leave it out
+        self.token_changes: dict = {}  # fields to change in every token response (None leaves one out)
+        self.revocations: list[dict] = []  # the recorded revocation request forms
         self._grants: dict[str, dict] = {}
 
     def discovery(self) -> dict:
         """The discovery document, with the end-session endpoint and the token endpoint a test may move."""
-        logout = f"{self.issuer}/logout"
-        return {**super().discovery(), "token_endpoint": self.token_endpoint, "end_session_endpoint": logout}
+        logout, revoke = f"{self.issuer}/logout", f"{self.issuer}/revoke"
+        return {**super().discovery(), "token_endpoint": self.token_endpoint, "end_session_endpoint": logout,
+                "revocation_endpoint": revoke}  # fmt: skip
 
     def answer(self, method: str, path: str, params: dict, headers) -> tuple[int, dict, dict | None]:
-        """The authorization and token endpoints; everything else as the stub issuer."""
+        """The authorization, token and revocation endpoints; everything else as the stub issuer."""
         if method == "GET" and path.endswith("/auth"):
             self.fetches["authorization"] += 1
             return self._authorize(params)
         if method == "POST" and path.endswith("/token"):
             self.fetches["token"] += 1
             return self._token(params, headers)
+        if method == "POST" and path.endswith("/revoke"):
+            self.revocations.append(params)
+            return 200, {}, None
         return super().answer(method, path, params, headers)
 
     def sign_id(self, claims: dict, *, key: RSAKey | None = None, header: dict | None = None) -> str:
@@ -81,4 +88,5 @@ class StubOP(StubIssuer):
         response = {"access_token": access_token, "token_type": "Bearer", "expires_in": self.expires_in,
                     "refresh_token": secrets.token_urlsafe(32), "scope": SCOPE}  # fmt: skip
         id_token = self.id_token(claims)
-        return response if id_token is None else {**response, "id_token": id_token}
+        response = {**response, "id_token": id_token, **self.token_changes}
+        return {name: value for name, value in response.items() if value is not None}

@@ -1,0 +1,266 @@
+"""The BFF sign-in flow beyond conformance: what a token response must grant, how the profile is
+linked, the session it starts (a new id every time), the SPA code exchange, the session answer and
+sign-out, against the stub provider with fakeredis."""
+
+import hashlib
+import html
+import secrets
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
+
+import pytest
+import requests
+
+from app import create_app
+from app.auth.sessions import session_ref
+from app.extensions import services
+from app.security import CSRF_HEADER
+from app.store.profiles import Profile
+from config import Config
+from tests.conftest import app_env
+from tests.stub_issuer import b64url
+from tests.stub_op import StubOP
+
+CLIENT_ID = "profile-poke-web"
+CSRF = {CSRF_HEADER: "1"}
+ALL_SCOPES = ["openid", "svc:interact.poke", "svc:profile.private"]
+
+
+@pytest.fixture(scope="module")
+def key():
+    return StubOP.new_key("op-key-1")
+
+
+@pytest.fixture
+def op(key):
+    stub = StubOP(key)
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def app(op, fake_redis):
+    """An app on fakeredis that trusts the stub provider, with Alice's profile linked to her subject."""
+    app = create_app(Config(app_env(op.issuer)), redis=fake_redis)
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
+    return app
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def sign_in(client):
+    """GET /auth/login, the provider's authorization endpoint, then the callback: the app's answer."""
+    login = client.get("/auth/login")
+    assert login.status_code == 302
+    callback = urlsplit(requests.get(login.headers["Location"], allow_redirects=False, timeout=5).headers["Location"])
+    return client.get(f"{callback.path}?{callback.query}")
+
+
+def refusal(response) -> tuple[int, str]:
+    """The status of an error page and the message it shows."""
+    page = html.unescape(response.get_data(as_text=True))
+    assert "Sign-in problem" in page
+    return response.status_code, page
+
+
+def cookie(app, client) -> str | None:
+    found = client.get_cookie(app.config["SESSION_COOKIE_NAME"])
+    return found.value if found else None
+
+
+def token_set(app, client) -> dict:
+    with app.app_context():
+        return services().session_tokens.current(cookie(app, client))
+
+
+def keys_of(app):
+    with app.app_context():
+        return services().store.keys
+
+
+def id_tokens_with(op, **changes) -> None:
+    """Arrange for the provider's ID tokens to carry these changes (None leaves a claim out)."""
+    op.id_token = lambda claims: op.sign_id({**claims, **changes})
+
+
+@pytest.mark.parametrize(
+    ("granted", "message"),
+    [
+        ("openid svc:profile.private", "the identity provider did not grant svc:interact.poke, which this app needs"),
+        (None, "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
+    ],
+)
+def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(app, op, client, fake_redis, granted, message):
+    op.token_changes = {"scope": granted}
+    status, page = refusal(sign_in(client))
+    assert (status, message in page) == (403, True)
+    assert fake_redis.keys("*:tokens:*") == []
+
+
+@pytest.mark.parametrize("access_token", [None, 42])
+def test_a_token_response_without_a_string_access_token_is_502(op, client, access_token):
+    op.token_changes = {"access_token": access_token}
+    status, page = refusal(sign_in(client))
+    assert (status, "the identity provider sent no access token" in page) == (502, True)
+
+
+def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client):
+    id_tokens_with(op, sub="user-sub-2")  # also says preferred_username alice, which user-sub-1 owns
+    status, page = refusal(sign_in(client))
+    assert (status, "this account's username belongs to another account" in page) == (403, True)
+
+
+def test_a_new_subject_without_a_preferred_username_is_refused(op, client):
+    id_tokens_with(op, sub="user-sub-2", preferred_username=None)
+    status, page = refusal(sign_in(client))
+    assert (status, "this account has no username to make a profile from" in page) == (403, True)
+
+
+def test_a_disabled_account_is_refused_and_gets_no_session(app, client, fake_redis):
+    with app.app_context():
+        services().store.profiles.set_disabled("alice", True)
+    status, page = refusal(sign_in(client))
+    assert (status, "this account is disabled" in page) == (403, True)
+    assert fake_redis.keys("*:tokens:*") == []
+
+
+def test_a_new_subject_gets_a_profile_named_by_its_preferred_username_and_name(app, op, client):
+    id_tokens_with(op, sub="user-sub-3", preferred_username="Carol", name="Carol Carroll")
+    assert sign_in(client).status_code == 302
+    with app.app_context():
+        profile = services().store.profiles.get("carol")
+    assert (profile.handle, profile.display_name, profile.sub) == ("carol", "Carol Carroll", "user-sub-3")
+
+
+def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, client):
+    assert sign_in(client).status_code == 302
+    record = token_set(app, client)
+    assert client.get("/auth/session").json == {
+        "authenticated": True,
+        "user": "alice",
+        "scopes": ALL_SCOPES,
+        "expires_at": int(record["ends"]),
+        "idle_timeout": 1800,
+    }
+
+
+def test_the_token_set_remembers_the_subject_a_refreshed_id_token_must_name(app, client):
+    assert sign_in(client).status_code == 302
+    assert token_set(app, client)["sub"] == "user-sub-1"
+
+
+def test_the_session_record_never_outlives_the_refresh_token(app, op, client, fake_redis):
+    op.token_changes = {"refresh_expires_in": 600}
+    assert sign_in(client).status_code == 302
+    ref = session_ref(app.config["SECRET_KEY"], cookie(app, client))
+    assert 590_000 < fake_redis.pttl(keys_of(app).session(ref)) <= 600_000
+
+
+def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client):
+    assert sign_in(client).status_code == 302
+    planted = cookie(app, client)  # as if an attacker had planted a session cookie of theirs
+    assert sign_in(client).status_code == 302
+    assert cookie(app, client) != planted
+    other = app.test_client()
+    other.set_cookie(app.config["SESSION_COOKIE_NAME"], planted)
+    assert other.get("/auth/session").json == {"authenticated": False}
+    assert other.get("/api/v1/me/profile", headers=CSRF).status_code == 401
+
+
+def test_a_session_whose_tokens_are_gone_is_not_authenticated(app, client, fake_redis):
+    assert sign_in(client).status_code == 302
+    ref = session_ref(app.config["SECRET_KEY"], cookie(app, client))
+    fake_redis.delete(keys_of(app).token_set(ref))  # ended elsewhere; the session record remains
+    assert client.get("/auth/session").json == {"authenticated": False}
+
+
+def test_a_browser_without_a_session_is_not_authenticated(client):
+    assert client.get("/auth/session").json == {"authenticated": False}
+
+
+def spa_authorization(op, *, redirect_uri: str, nonce: str = "spa-nonce") -> tuple[str, str]:
+    """What a same-origin page does itself: an authorization request with its own PKCE; the code and
+    its verifier."""
+    verifier = secrets.token_urlsafe(48)
+    query = {
+        "client_id": CLIENT_ID, "redirect_uri": redirect_uri, "state": "spa-state", "nonce": nonce,
+        "code_challenge": b64url(hashlib.sha256(verifier.encode()).digest()), "code_challenge_method": "S256",
+    }  # fmt: skip
+    answer = requests.get(f"{op.issuer}/auth?{urlencode(query)}", allow_redirects=False, timeout=5)
+    return dict(parse_qsl(urlsplit(answer.headers["Location"]).query))["code"], verifier
+
+
+def test_a_same_origin_page_signs_in_with_its_own_code_and_verifier(app, op, client):
+    redirect_uri = app.config["BASE_URL"]
+    code, verifier = spa_authorization(op, redirect_uri=redirect_uri)
+    body = {"code": code, "code_verifier": verifier, "redirect_uri": redirect_uri, "nonce": "spa-nonce"}
+    response = client.post("/auth/exchange", json=body, headers=CSRF)
+    assert response.status_code == 200
+    assert (response.json["authenticated"], response.json["user"]) == (True, "alice")
+    assert client.get("/api/v1/me/profile", headers=CSRF).json["data"]["handle"] == "@alice"
+
+
+def test_an_exchange_whose_nonce_is_not_the_id_tokens_is_refused(app, op, client):
+    redirect_uri = app.config["BASE_URL"]
+    code, verifier = spa_authorization(op, redirect_uri=redirect_uri)
+    body = {"code": code, "code_verifier": verifier, "redirect_uri": redirect_uri, "nonce": "another-nonce"}
+    response = client.post("/auth/exchange", json=body, headers=CSRF)
+    assert (response.status_code, response.json["error"]) == (
+        502,
+        {"code": "login_failed", "message": "the ID token was refused: nonce mismatch"},
+    )
+
+
+def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_before_the_provider(op, client):
+    body = {"code": "some-code", "code_verifier": "v" * 43, "redirect_uri": "https://evil.example/"}
+    response = client.post("/auth/exchange", json=body, headers=CSRF)
+    assert (response.status_code, response.json["error"]) == (
+        400,
+        {"code": "invalid_request", "message": "redirect_uri is not one this app accepts"},
+    )
+    assert op.fetches["token"] == 0
+
+
+def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout_url(app, op, client):
+    assert sign_in(client).status_code == 302
+    record = token_set(app, client)
+    response = client.post("/auth/logout", headers=CSRF)
+    assert [(form["token"], form["token_type_hint"]) for form in op.revocations] == [
+        (record["refresh_token"], "refresh_token")
+    ]
+    url = urlsplit(response.json["logout_url"])
+    assert f"{url.scheme}://{url.netloc}{url.path}" == f"{op.issuer}/logout"
+    assert parse_qs(url.query) == {
+        "client_id": [CLIENT_ID],
+        "post_logout_redirect_uri": [app.config["BASE_URL"]],
+        "id_token_hint": [record["id_token"]],
+    }
+
+
+def test_after_sign_out_the_old_cookie_opens_nothing(app, client):
+    assert sign_in(client).status_code == 302
+    old = cookie(app, client)
+    assert client.post("/auth/logout", headers=CSRF).status_code == 200
+    other = app.test_client()
+    other.set_cookie(app.config["SESSION_COOKIE_NAME"], old)
+    response = other.get("/api/v1/me/profile", headers=CSRF)
+    assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
+
+
+def test_sign_out_without_a_session_revokes_nothing_and_sends_no_id_token_hint(app, op, client):
+    response = client.post("/auth/logout", headers=CSRF)
+    assert op.revocations == []
+    assert parse_qs(urlsplit(response.json["logout_url"]).query) == {
+        "client_id": [CLIENT_ID],
+        "post_logout_redirect_uri": [app.config["BASE_URL"]],
+    }
+
+
+def test_sign_out_of_a_session_without_a_refresh_token_revokes_nothing(op, client):
+    op.token_changes = {"refresh_token": None}
+    assert sign_in(client).status_code == 302
+    assert client.post("/auth/logout", headers=CSRF).status_code == 200
+    assert op.revocations == []
