@@ -329,3 +329,21 @@ def test_a_refreshed_id_token_for_another_user_or_refused_ends_the_session(
         tokens.credential_for_cookie(SID)
     assert stored(token_sets) is None
     assert ("wrong issuer" if problem else "names another subject") in caplog.text
+
+
+def expiring_in(tokens, token_sets, seconds: float) -> None:
+    """A session whose access token has `seconds` left, and another request holding its refresh lock."""
+    record = sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, {**record, "expires_at": time.time() + seconds})
+    assert token_sets.lock(REF, "another-instance", 5000)
+
+
+def test_a_token_with_more_than_a_second_left_is_used_while_another_request_refreshes(tokens, token_sets):
+    expiring_in(tokens, token_sets, 1.5)
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+
+
+def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens, token_sets):
+    expiring_in(tokens, token_sets, 0.5)
+    with pytest.raises(Unavailable):  # the other refresh never stores anything: the wait runs out
+        tokens.credential_for_cookie(SID)

@@ -49,3 +49,8 @@ def test_a_cooldown_that_lost_its_ttl_still_holds_a_whole_day(pokes, fake_redis)
 
 def test_the_pokers_profile_comes_back_even_when_it_has_none(pokes):
     assert pokes.try_poke("ghost", "bob")[0] is None
+
+
+def test_a_cooldown_in_its_last_second_still_reports_one_second_left(pokes, fake_redis):
+    fake_redis.set(KEYS.cooldown("alice", "bob"), "1", px=400)
+    assert pokes.try_poke("alice", "bob")[1] == PokeOutcome(PokeResult.ON_COOLDOWN, 1)

@@ -1,0 +1,62 @@
+"""Profiles on fakeredis: which names are usernames, the public read, and disabling an account."""
+
+import pytest
+
+from app.store.keys import Keys
+from app.store.profiles import Profile, Profiles, normalize_username
+
+KEYS = Keys("t:")
+
+
+@pytest.fixture
+def profiles(fake_redis):
+    return Profiles(fake_redis, KEYS)
+
+
+@pytest.mark.parametrize(
+    ("raw", "username"),
+    [
+        ("alice", "alice"),
+        ("Alice", "alice"),
+        ("a.b_c-d9", "a.b_c-d9"),
+        ("x" * 64, "x" * 64),
+        ("x" * 65, None),
+        ("", None),
+        ("alice smith", None),
+        ("alice@example.com", None),
+        ("../alice", None),
+        (42, None),
+        (None, None),
+    ],
+)
+def test_only_short_lowercase_ascii_words_are_usernames(raw, username):
+    assert normalize_username(raw) == username
+
+
+def test_the_public_read_of_an_unknown_user_is_none(profiles):
+    assert profiles.get_public("nobody") is None
+
+
+def test_the_public_read_leaves_out_the_private_stats(profiles):
+    profiles.put(Profile("alice", "@alice", "Alice", stats={"pokes_sent": 3}, aggregate_scores={"karma": 7}))
+    public = profiles.get_public("alice")
+    assert (public.handle, public.aggregate_scores, public.stats) == ("@alice", {"karma": 7}, {})
+
+
+def test_a_profile_stored_without_a_handle_is_public_under_its_username(profiles, fake_redis):
+    fake_redis.hset(KEYS.user("bob"), mapping={"username": "bob", "display_name": "Bob"})
+    public = profiles.get_public("bob")
+    assert (public.username, public.handle, public.display_name) == ("bob", "bob", "Bob")
+
+
+def test_disabling_an_unknown_user_says_so_and_creates_nothing(profiles, fake_redis):
+    assert profiles.set_disabled("nobody", True) is False
+    assert fake_redis.exists(KEYS.user("nobody")) == 0
+
+
+def test_an_account_can_be_disabled_and_enabled_again(profiles):
+    profiles.put(Profile("alice", "@alice", "Alice"))
+    assert profiles.set_disabled("alice", True) is True
+    assert profiles.get("alice").disabled is True
+    assert profiles.set_disabled("alice", False) is True
+    assert profiles.get("alice").disabled is False
