@@ -111,6 +111,7 @@ def main() -> int:
         entry["status"] = status
         entry["why"] = reason_for(entry, recorded) or "UNEXPLAINED"
         survived.append(entry)
+    survived.sort(key=lambda entry: (entry["file"], entry["line"], entry["diff"]))
     report = {
         "modules": modules(),
         "mutants": len(statuses),

@@ -15,8 +15,8 @@ from app.api.guard import (
 )
 from app.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from app.extensions import services
-from app.security import CSRF_HEADER
 from app.store.profiles import Profile
+from tests.helpers.settings import CSRF, SESSION_COOKIE
 
 SCOPE = "svc:profile.private"
 NOT_BEARER = "the Authorization header is not a bearer token"
@@ -34,9 +34,9 @@ def context(app, *, token: str | None = None, cookie: str | None = None, csrf: b
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     if csrf:
-        headers[CSRF_HEADER] = "1"
+        headers.update(CSRF)
     if cookie is not None:
-        headers["Cookie"] = f"{app.config['SESSION_COOKIE_NAME']}={cookie}"
+        headers["Cookie"] = f"{SESSION_COOKIE}={cookie}"
     return app.test_request_context("/api/v1/me/profile", headers=headers)
 
 

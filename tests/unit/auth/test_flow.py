@@ -13,15 +13,13 @@ import requests
 from app import create_app
 from app.auth.sessions import session_ref
 from app.extensions import services
-from app.security import CSRF_HEADER
 from app.store.profiles import Profile
 from config import Config
-from tests.conftest import app_env
-from tests.stub_issuer import b64url
-from tests.stub_op import StubOP
+from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env
+from tests.helpers.stub_issuer import b64url
+from tests.helpers.stub_op import StubOP
 
 CLIENT_ID = "profile-poke-web"
-CSRF = {CSRF_HEADER: "1"}
 ALL_SCOPES = ["openid", "svc:interact.poke", "svc:profile.private"]
 
 
@@ -66,14 +64,14 @@ def refusal(response) -> tuple[int, str]:
     return response.status_code, page
 
 
-def cookie(app, client) -> str | None:
-    found = client.get_cookie(app.config["SESSION_COOKIE_NAME"])
+def cookie(client) -> str | None:
+    found = client.get_cookie(SESSION_COOKIE)
     return found.value if found else None
 
 
 def token_set(app, client) -> dict:
     with app.app_context():
-        return services().session_tokens.current(cookie(app, client))
+        return services().session_tokens.current(cookie(client))
 
 
 def keys_of(app):
@@ -155,24 +153,24 @@ def test_the_token_set_remembers_the_subject_a_refreshed_id_token_must_name(app,
 def test_the_session_record_never_outlives_the_refresh_token(app, op, client, fake_redis):
     op.token_changes = {"refresh_expires_in": 600}
     assert sign_in(client).status_code == 302
-    ref = session_ref(app.config["SECRET_KEY"], cookie(app, client))
+    ref = session_ref(app.config["SECRET_KEY"], cookie(client))
     assert 590_000 < fake_redis.pttl(keys_of(app).session(ref)) <= 600_000
 
 
 def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client):
     assert sign_in(client).status_code == 302
-    planted = cookie(app, client)  # as if an attacker had planted a session cookie of theirs
+    planted = cookie(client)  # as if an attacker had planted a session cookie of theirs
     assert sign_in(client).status_code == 302
-    assert cookie(app, client) != planted
+    assert cookie(client) != planted
     other = app.test_client()
-    other.set_cookie(app.config["SESSION_COOKIE_NAME"], planted)
+    other.set_cookie(SESSION_COOKIE, planted)
     assert other.get("/auth/session").json == {"authenticated": False}
     assert other.get("/api/v1/me/profile", headers=CSRF).status_code == 401
 
 
 def test_a_session_whose_tokens_are_gone_is_not_authenticated(app, client, fake_redis):
     assert sign_in(client).status_code == 302
-    ref = session_ref(app.config["SECRET_KEY"], cookie(app, client))
+    ref = session_ref(app.config["SECRET_KEY"], cookie(client))
     fake_redis.delete(keys_of(app).token_set(ref))  # ended elsewhere; the session record remains
     assert client.get("/auth/session").json == {"authenticated": False}
 
@@ -242,10 +240,10 @@ def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout
 
 def test_after_sign_out_the_old_cookie_opens_nothing(app, client):
     assert sign_in(client).status_code == 302
-    old = cookie(app, client)
+    old = cookie(client)
     assert client.post("/auth/logout", headers=CSRF).status_code == 200
     other = app.test_client()
-    other.set_cookie(app.config["SESSION_COOKIE_NAME"], old)
+    other.set_cookie(SESSION_COOKIE, old)
     response = other.get("/api/v1/me/profile", headers=CSRF)
     assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
 

@@ -333,8 +333,8 @@ def test_a_refreshed_id_token_for_another_user_or_refused_ends_the_session(
 
 def expiring_in(tokens, token_sets, seconds: float) -> None:
     """A session whose access token has `seconds` left, and another request holding its refresh lock."""
-    record = sign_in(tokens, expires_in=300)
-    assert token_sets.replace(REF, 1, {**record, "expires_at": time.time() + seconds})
+    sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, sealed({**stored(token_sets), "expires_at": time.time() + seconds}))
     assert token_sets.lock(REF, "another-instance", 5000)
 
 
