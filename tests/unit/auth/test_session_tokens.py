@@ -347,3 +347,85 @@ def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens
     expiring_in(tokens, token_sets, 0.5)
     with pytest.raises(Unavailable):  # the other refresh never stores anything: the wait runs out
         tokens.credential_for_cookie(SID)
+
+
+def index_of(token_sets) -> SessionIndex:
+    return SessionIndex(token_sets._redis, KEYS)
+
+
+def test_ending_a_session_takes_it_off_its_users_session_list(tokens, token_sets):
+    sign_in(tokens, expires_in=300)
+    assert len(index_of(token_sets).of_subject("sub-alice")) == 1
+    tokens.end(SID)
+    assert index_of(token_sets).of_subject("sub-alice") == {}
+
+
+def test_the_refresh_lock_expires_on_its_own_should_its_holder_die(tokens, token_sets, login_client, fake_redis):
+    sign_in(tokens, expires_in=30)
+    lock_ttls = []
+    login_client.during_refresh = lambda: lock_ttls.append(fake_redis.pttl(KEYS.refresh_lock(REF)))
+    tokens.credential_for_cookie(SID)
+    assert 0 < lock_ttls[0] <= int((2 * 0.05 + 5) * 1000)  # a little longer than a refresh call may last
+
+
+def test_a_record_no_key_opens_is_removed_even_when_the_process_knows_the_user(tokens, token_sets):
+    sign_in(tokens, expires_in=300)
+    tokens.credential_for_cookie(SID)  # the process learns the session's user
+    record = stored(token_sets)
+    assert token_sets.replace(REF, record["v"], SEALER.seal_record("another-cookie", record))
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert token_sets.load(REF)[0] is None
+
+
+def test_the_refresh_token_of_any_stored_session_can_be_read_for_revocation(tokens, token_sets):
+    sign_in(tokens, expires_in=300)
+    assert tokens.revocable_refresh_token(REF) == "rt-0"
+    assert tokens.revocable_refresh_token(session_ref(SECRET, "never-signed-in")) is None
+
+
+OLD_SECRET = "an-older-secret-key-of-at-least-32-chars"
+
+
+@pytest.fixture
+def rotated(token_sets, login_client):
+    """Session tokens under SECRET with OLD_SECRET as a fallback, and a session SID begun under OLD_SECRET."""
+    common = {"idle_timeout": IDLE, "max_age": 28800, "idp_timeout": 0.05}
+    before = SessionTokens(token_sets, login_client, index_of(token_sets), secret_key=OLD_SECRET, **common)
+    response = {"access_token": "at-0", "refresh_token": "rt-0", "expires_in": 300}
+    before.start(SID, username="alice", sub="sub-alice", response=response, user_agent="Firefox on Linux")
+    return SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, secret_key_fallbacks=(OLD_SECRET,), **common
+    )
+
+
+def test_a_session_begun_under_a_fallback_key_keeps_working_under_the_new_key(rotated, token_sets):
+    assert rotated.credential_for_cookie(SID).access_token == "at-0"
+    assert token_sets.exists(REF) and not token_sets.exists(session_ref(OLD_SECRET, SID))
+
+
+def test_a_migrated_session_is_listed_under_its_new_name_with_its_start_end_and_browser(rotated, token_sets):
+    [before] = index_of(token_sets).of_subject("sub-alice").values()
+    rotated.credential_for_cookie(SID)
+    entries = list(index_of(token_sets).of_subject("sub-alice").values())
+    moved = {"ref": REF, "started": before["started"], "ends": before["ends"], "user_agent": "Firefox on Linux"}
+    assert moved in entries
+
+
+def test_migrating_never_overwrites_a_session_stored_under_the_new_key(rotated, token_sets, login_client):
+    current = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=0.05,
+    )  # fmt: skip
+    current.start(SID, username="alice", sub="sub-alice", response={"access_token": "at-current", "expires_in": 300})
+    rotated.migrate(SID)
+    assert rotated.credential_for_cookie(SID).access_token == "at-current"
+
+
+def test_a_migrated_session_from_before_browsers_were_recorded_is_listed_as_an_unknown_browser(rotated, token_sets):
+    old_ref = session_ref(OLD_SECRET, SID)
+    record, _ = token_sets.load(old_ref)
+    assert token_sets.replace(old_ref, record["v"], {name: v for name, v in record.items() if name != "user_agent"})
+    rotated.credential_for_cookie(SID)
+    entries = index_of(token_sets).of_subject("sub-alice").values()
+    assert [entry["user_agent"] for entry in entries if entry["ref"] == REF] == ["unknown browser"]
