@@ -60,3 +60,8 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
     assert profiles.get("alice").disabled is True
     assert profiles.set_disabled("alice", False) is True
     assert profiles.get("alice").disabled is False
+
+
+def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
+    assert Profiles(fake_redis, KEYS).username_for("sub-carol", "Carol", "Carol C") == "carol"
+    assert Profiles(fake_redis, KEYS).username_for_subject("sub-carol") == "carol"

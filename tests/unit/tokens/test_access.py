@@ -228,6 +228,18 @@ def test_a_verified_token_is_not_verified_again(stub_issuer, fake_redis):
     assert_invalid_token(call(client, stub_issuer.sign(stub_issuer.access_claims(jti="j2"))), UNKNOWN_KEY)
 
 
+def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
+    app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
+    client, expires = app.test_client(), int(time.time()) + 1
+    token = stub_issuer.sign(stub_issuer.access_claims(exp=expires, iat=expires - 60))
+    assert call(client, token).status_code == 200  # verified, and now cached
+    time.sleep(max(0.0, expires - time.time()) + 0.05)
+    assert_invalid_token(call(client, token), "the access token has expired")
+    assert_invalid_token(call(client, token), "the access token has expired")  # and stays refused
+
+
 def test_deeply_nested_claims_under_a_valid_signature_are_an_invalid_token(unit_client, stub_issuer, alice):
     header = {"alg": "RS256", "typ": "at+jwt", "kid": stub_issuer.key.kid}
     token = stub_issuer.sign_raw_payload(header, "[" * 2500 + "]" * 2500)
