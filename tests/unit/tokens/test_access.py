@@ -229,11 +229,12 @@ def test_a_verified_token_is_not_verified_again(stub_issuer, fake_redis):
 
 
 def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
+    stub_issuer.published = [stub_issuer.key]
     app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)
     with app.app_context():
         services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
-    client, expires = app.test_client(), int(time.time()) + 1
-    token = stub_issuer.sign(stub_issuer.access_claims(exp=expires, iat=expires - 60))
+    client, expires = app.test_client(), time.time() + 1  # NumericDate may have a fraction (RFC 7519)
+    token = stub_issuer.sign(stub_issuer.access_claims(exp=expires, iat=int(expires) - 60))
     assert call(client, token).status_code == 200  # verified, and now cached
     time.sleep(max(0.0, expires - time.time()) + 0.05)
     assert_invalid_token(call(client, token), "the access token has expired")
