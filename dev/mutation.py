@@ -2,6 +2,10 @@
 
 Writes docs/mutation-report.md and docs/mutation-report.json. Fails when fewer than 90 % of the
 mutants are killed, or when a survivor has no reason recorded in dev/mutation-equivalents.toml.
+
+`python -m dev.mutation --report-only` writes the reports again from the results in mutants/ without
+running mutmut (after recording an equivalent, or after `mutmut run <names>` re-ran a few mutants
+against new tests); the run time stays that of the last full run.
 """
 
 import ast
@@ -95,8 +99,11 @@ def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
     return None
 
 
-def main() -> int:
-    seconds = run_mutmut()
+def main(argv: list[str]) -> int:
+    if "--report-only" in argv:
+        seconds = json.loads(REPORT_JSON.read_text())["seconds"] if REPORT_JSON.exists() else 0
+    else:
+        seconds = run_mutmut()
     statuses = results()
     unchecked = [name for name, status in statuses.items() if status == "not checked"]
     if unchecked:
@@ -152,4 +159,4 @@ def markdown(report: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
