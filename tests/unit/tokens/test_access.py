@@ -228,6 +228,12 @@ def test_a_verified_token_is_not_verified_again(stub_issuer, fake_redis):
     assert_invalid_token(call(client, stub_issuer.sign(stub_issuer.access_claims(jti="j2"))), UNKNOWN_KEY)
 
 
+@pytest.mark.parametrize("typ", [None, "JWT", "jwt", "at+jwt", "AT+JWT", "application/at+jwt"])
+def test_every_typ_providers_give_access_tokens_is_accepted_and_none_is_needed(unit_client, stub_issuer, alice, typ):
+    token = stub_issuer.sign(stub_issuer.access_claims(), header={"typ": typ})  # None: no typ at all
+    assert call(unit_client, token).status_code == 200
+
+
 def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
     stub_issuer.published = [stub_issuer.key]
     app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)

@@ -6,7 +6,9 @@ import time
 
 import pytest
 from joserfc.jwk import RSAKey
+from prometheus_client import REGISTRY
 
+from app import metrics
 from app.errors import ProviderUnavailable
 from app.tokens.provider import Provider
 from tests.helpers.stub_issuer import StubIssuer
@@ -117,3 +119,15 @@ def test_a_token_without_kid_gets_the_one_key_without_a_kid(stub, other_key):
 def test_a_token_without_kid_gets_no_key_when_the_provider_has_several(stub, other_key):
     stub.published = [stub.key, jwk_of(other_key, use="sig")]
     assert provider_of(stub.issuer).key(None) is None
+
+
+def test_each_fetch_is_counted_under_the_endpoint_name_operations_documents(stub, monkeypatch):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+
+    def fetched(endpoint: str) -> float:
+        labels = {"endpoint": endpoint, "outcome": "ok"}
+        return REGISTRY.get_sample_value("pp_idp_requests_total", labels) or 0.0
+
+    before = {endpoint: fetched(endpoint) for endpoint in ("discovery", "jwks")}
+    provider_of(stub.issuer).key(stub.key.kid)
+    assert {endpoint: fetched(endpoint) - before[endpoint] for endpoint in before} == {"discovery": 1, "jwks": 1}
