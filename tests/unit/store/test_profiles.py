@@ -63,5 +63,5 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
 
 
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
-    assert Profiles(fake_redis, KEYS).username_for("sub-carol", "Carol", "Carol C") == "carol"
-    assert Profiles(fake_redis, KEYS).username_for_subject("sub-carol") == "carol"
+    assert Profiles(fake_redis, KEYS).find_or_link_username("sub-carol", "Carol", "Carol C") == "carol"
+    assert Profiles(fake_redis, KEYS).linked_username("sub-carol") == "carol"
