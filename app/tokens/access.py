@@ -20,8 +20,8 @@ TIME_CLAIMS = ("exp", "nbf", "iat")
 
 class AccessTokens:
     """Turns a bearer token into a Principal or raises InvalidToken; remembers verified tokens until
-    they expire (never longer than the signing keys are trusted without a re-read, JWKS_MAX_AGE), so a
-    token seen again costs a dictionary lookup."""
+    they expire (never past JWKS_MAX_AGE after the signing keys were last read, when a removed key
+    stops being trusted), so a token seen again costs a dictionary lookup."""
 
     def __init__(
         self,
@@ -100,7 +100,7 @@ class AccessTokens:
 
     def _remember(self, token: str, principal: Principal) -> None:
         with self._cache_lock:
-            until = min(principal.expires_at + self._leeway, time.time() + self._provider.max_age)
+            until = min(principal.expires_at + self._leeway, self._provider.keys_trusted_until())
             self._cache[token] = (principal, until)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)

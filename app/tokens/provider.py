@@ -41,6 +41,7 @@ class Provider:
         self._keys: dict[str, object] = {}
         self._keyless: list = []
         self._keys_at = float("-inf")  # when the cached keys were read (or last failed to be)
+        self._keys_read_at = float("-inf")  # when the cached keys were last read successfully
         self._unknown_kid_at = float("-inf")  # the last refetch spent on an unknown key id
         self._keys_failed = False
 
@@ -82,6 +83,10 @@ class Provider:
             raise ProviderUnavailable("the provider's signing keys could not be fetched")
         return found
 
+    def keys_trusted_until(self) -> float:
+        """The wall-clock time at which the signing keys last read stop being trusted without a re-read."""
+        return time.time() + (self._keys_read_at + self.max_age - time.monotonic())
+
     def _metadata_fresh(self) -> bool:
         return self._metadata is not None and time.monotonic() - self._metadata_at < self._discovery_ttl
 
@@ -116,7 +121,7 @@ class Provider:
                     keys[key.kid] = key
                 else:
                     keyless.append(key)
-            self._keys, self._keyless, self._keys_failed = keys, keyless, False
+            self._keys, self._keyless, self._keys_failed, self._keys_read_at = keys, keyless, False, now
 
     def _get_json(self, url: str, endpoint: str) -> dict:
         try:

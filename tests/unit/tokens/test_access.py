@@ -247,6 +247,24 @@ def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
     assert_invalid_token(call(client, token), "the access token has expired")  # and stays refused
 
 
+def test_a_cached_token_is_trusted_no_longer_than_the_keys_that_verified_it(stub_issuer, fake_redis, monkeypatch):
+    stub_issuer.published = [stub_issuer.key]
+    app = create_app(Config(app_env(stub_issuer.issuer, JWKS_MAX_AGE="600")), redis=fake_redis)
+    with app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
+    client, later = app.test_client(), 0.0
+    real_time, real_monotonic = time.time, time.monotonic
+    monkeypatch.setattr(time, "time", lambda: real_time() + later)
+    monkeypatch.setattr(time, "monotonic", lambda: real_monotonic() + later)
+    assert call(client, stub_issuer.sign(stub_issuer.access_claims(jti="first"))).status_code == 200  # keys read
+    later = 400.0
+    token = stub_issuer.sign(stub_issuer.access_claims(exp=int(time.time()) + 3600))
+    assert call(client, token).status_code == 200  # verified by keys read 400 s ago
+    stub_issuer.published = [stub_issuer.new_key("stub-key-2")]  # the provider removes the key
+    later = 700.0  # the keys are past JWKS_MAX_AGE, the token is not
+    assert_invalid_token(call(client, token), UNKNOWN_KEY)
+
+
 def test_deeply_nested_claims_under_a_valid_signature_are_an_invalid_token(unit_client, stub_issuer, alice):
     header = {"alg": "RS256", "typ": "at+jwt", "kid": stub_issuer.key.kid}
     token = stub_issuer.sign_raw_payload(header, "[" * 2500 + "]" * 2500)
