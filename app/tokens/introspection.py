@@ -4,6 +4,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
 
 import requests
 
@@ -42,7 +43,8 @@ class IntrospectedTokens:
         self._credentials = (client_id, client_secret)
         self._audience = audience
         self._login_clients = frozenset(login_clients)
-        self._profile = profile
+        # RFC 7662 answers name the client `client_id` even where access tokens say `cid` (Okta).
+        self._profile = replace(profile, client_claims=(*profile.client_claims, "client_id"))
         self._cache_ttl = cache_ttl
         self._timeout = timeout
         self._http = requests.Session()
@@ -105,7 +107,10 @@ class IntrospectedTokens:
             raise InvalidToken("the token is not an access token")
         exp = answer.get("exp")
         expires_at = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else float("inf")
-        return build_principal(answer, self._profile, self._login_clients, expires_at=expires_at)
+        # ... and the scopes `scope` where access tokens say `scp` (Okta, Entra).
+        scope_claim = self._profile.scope_claim if self._profile.scope_claim in answer else "scope"
+        profile = replace(self._profile, scope_claim=scope_claim)
+        return build_principal(answer, profile, self._login_clients, expires_at=expires_at)
 
 
 def _error_of(response) -> str | None:

@@ -25,6 +25,7 @@ class IntrospectingIssuer(StubIssuer):
         self.active = True
         self.exp_in = 300
         self.forms: list[dict] = []
+        self.active_answer: dict | None = None  # an answer of another provider's shape, when set
 
     def discovery(self) -> dict:
         return {**super().discovery(), "introspection_endpoint": self.introspection_endpoint}
@@ -38,7 +39,7 @@ class IntrospectingIssuer(StubIssuer):
             claims = {"active": True, "iss": self.issuer, "aud": "profile-poke-api", "sub": "user-sub-1",
                       "client_id": "profile-poke-web", "scope": "svc:profile.private",
                       "exp": int(time.time()) + self.exp_in, "token_type": "Bearer"}  # fmt: skip
-            return 200, {}, claims
+            return 200, {}, self.active_answer or claims
         return super().answer(method, path, params, headers)
 
 
@@ -104,3 +105,16 @@ def test_an_answer_for_another_audience_is_refused(stub):
     response = read(client)
     assert response.status_code == 401
     assert response.json["error"]["message"] == "the access token is not meant for this API"
+
+
+def test_an_okta_introspection_answer_gives_its_user_the_scopes_it_names(stub):
+    now = int(time.time())
+    # Okta's documented answer: RFC 7662 names (scope, client_id), not its access tokens' scp and cid.
+    stub.active_answer = {
+        "active": True, "scope": "openid svc:profile.private", "username": "alice@example.com", "exp": now + 300,
+        "iat": now, "sub": "alice@example.com", "aud": "profile-poke-api", "iss": stub.issuer, "jti": "AT.okta-1",
+        "token_type": "Bearer", "client_id": "profile-poke-web", "uid": "user-sub-1",
+    }  # fmt: skip
+    response = read(client_for(stub, OIDC_PROVIDER_PROFILE="okta"))
+    assert response.status_code == 200, response.json
+    assert response.json["data"]["handle"] == "@alice"
