@@ -130,8 +130,10 @@ class TokenSets:
 
     def _mark_active(self, pipe, ref: str, ttl_ms: int, *, only_known: bool = False) -> None:
         # Score = the session's expiry in ms; extending an ended session must not bring it back.
-        expiry = int(time.time() * 1000) + ttl_ms
-        pipe.zadd(self._keys.active_sessions(), {ref: expiry}, xx=only_known)
+        # Ended members go with each write, so the set stays bounded whether or not /metrics is read.
+        now_ms = int(time.time() * 1000)
+        pipe.zremrangebyscore(self._keys.active_sessions(), "-inf", now_ms)
+        pipe.zadd(self._keys.active_sessions(), {ref: now_ms + ttl_ms}, xx=only_known)
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
         """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""

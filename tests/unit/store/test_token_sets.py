@@ -1,5 +1,7 @@
 """Session token sets on fakeredis (which runs the store's Lua): compare-and-set and compare-and-delete."""
 
+import time
+
 from app.store.keys import Keys
 from app.store.tokensets import TokenSets
 
@@ -25,3 +27,11 @@ def test_the_refresh_lock_is_released_only_by_its_holder(fake_redis):
     assert not token_sets.lock("ref", "b", 5_000)
     token_sets.unlock("ref", "a")
     assert token_sets.lock("ref", "b", 5_000)
+
+
+def test_ended_sessions_leave_the_active_set_when_another_is_marked_without_any_count(fake_redis):
+    token_sets, keys = TokenSets(fake_redis, Keys("t:")), Keys("t:")
+    token_sets.create("ended", {"refresh_token": "rt-1"}, ttl_ms=1)
+    time.sleep(0.01)
+    token_sets.create("live", {"refresh_token": "rt-2"}, ttl_ms=60_000)
+    assert fake_redis.zrange(keys.active_sessions(), 0, -1) == [b"live"]
