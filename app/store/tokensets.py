@@ -103,7 +103,8 @@ class TokenSets:
     def move(self, old: str, new: str) -> dict | None:
         """Rename a session's keys from `old` to `new` with their expiries (after a SECRET_KEY
         rotation); the token set it moved, or None when `old` had none. Not atomic: a rotation
-        happens once, and a concurrent mover writes the same thing."""
+        happens once, and a concurrent mover writes only where the first has not, so it cannot
+        bring back what the first mover's request has since changed."""
         pipe = self._redis.pipeline(transaction=False)
         for key in (self._keys.token_set(old), self._keys.session(old)):
             pipe.get(key)
@@ -112,9 +113,9 @@ class TokenSets:
         if not raw_tokens or tokens_ttl <= 0:
             return None
         pipe = self._redis.pipeline(transaction=False)
-        pipe.set(self._keys.token_set(new), raw_tokens, px=tokens_ttl)
+        pipe.set(self._keys.token_set(new), raw_tokens, px=tokens_ttl, nx=True)
         if raw_session and session_ttl > 0:
-            pipe.set(self._keys.session(new), raw_session, px=session_ttl)
+            pipe.set(self._keys.session(new), raw_session, px=session_ttl, nx=True)
         self._mark_active(pipe, new, tokens_ttl)
         pipe.execute()
         self.delete(old)

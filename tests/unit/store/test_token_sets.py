@@ -35,3 +35,19 @@ def test_ended_sessions_leave_the_active_set_when_another_is_marked_without_any_
     time.sleep(0.01)
     token_sets.create("live", {"refresh_token": "rt-2"}, ttl_ms=60_000)
     assert fake_redis.zrange(keys.active_sessions(), 0, -1) == [b"live"]
+
+
+def test_a_second_mover_after_a_rotation_cannot_bring_back_what_the_first_has_changed(fake_redis):
+    token_sets, keys = TokenSets(fake_redis, Keys("t:")), Keys("t:")
+    token_sets.create("old", {"refresh_token": "rt-1"}, ttl_ms=60_000)
+    fake_redis.set(keys.session("old"), "session-1", px=60_000)
+    read_by_second = {key: fake_redis.get(key) for key in (keys.token_set("old"), keys.session("old"))}
+    assert token_sets.move("old", "new")["refresh_token"] == "rt-1"
+    assert token_sets.replace("new", 1, {"refresh_token": "rt-2"})  # the first mover's request refreshes
+    fake_redis.set(keys.session("new"), "session-2", keepttl=True)
+    for key, value in read_by_second.items():  # the second mover read the old keys before they went
+        fake_redis.set(key, value, px=60_000)
+    token_sets.move("old", "new")
+    record, _ = token_sets.load("new")
+    assert (record["refresh_token"], record["v"]) == ("rt-2", 2)
+    assert fake_redis.get(keys.session("new")) == b"session-2"
