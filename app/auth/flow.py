@@ -113,8 +113,6 @@ def establish_session(response: dict, *, nonce: str | None) -> None:
     missing = sorted(_required_scopes() - granted)
     if missing:
         raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
-    if not isinstance(response.get("access_token"), str):
-        raise LoginFailed("the identity provider sent no access token", 502)
     identity = signed_in_identity(claims, services().login_client.profile)
     if not identity.subject:
         raise LoginFailed("the ID token names no subject this app can link", 502)

@@ -2,6 +2,7 @@
 exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
 
 import logging
+import math
 import secrets
 import time
 from urllib.parse import urlencode
@@ -41,7 +42,39 @@ def _refusal_or_outage(response):
         raise _Refused(error=f"http_{response.status_code}")
     if not 200 <= response.status_code < 300:
         raise ProviderUnavailable(f"token endpoint answered {response.status_code}")
+    problem = _body_problem(response)
+    if problem:
+        raise ProviderUnavailable(f"token endpoint sent {problem}")  # the session keeps its tokens
     return response
+
+
+def _malformed_exchange(response):
+    """Authlib hook on the code exchange response: a 2xx without usable tokens fails the sign-in."""
+    problem = _body_problem(response) if 200 <= response.status_code < 300 else None
+    if problem:
+        raise LoginFailed(f"the identity provider sent {problem}", status=502)
+    return response
+
+
+def _body_problem(response) -> str | None:
+    """Why a 2xx token response cannot be used (Authlib and the session read these members), or None."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None  # Authlib's own parse fails on it: an outage
+    if not isinstance(body, dict):
+        return "a token response that is not a JSON object"
+    if "error" in body:
+        return None  # Authlib raises it as an OAuthError
+    if not isinstance(body.get("access_token"), str) or not body["access_token"]:
+        return "no access token"
+    expires_in = body.get("expires_in")
+    seconds = (is_number(expires_in) and math.isfinite(expires_in)) or (
+        isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit()
+    )
+    if expires_in is not None and not seconds:
+        return "an expires_in that is not a number of seconds"
+    return None
 
 
 class LoginClient:
@@ -87,9 +120,11 @@ class LoginClient:
 
     def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
         """The token response for an authorization code; LoginFailed when the provider refuses it."""
+        session = self._session()
+        session.register_compliance_hook("access_token_response", _malformed_exchange)
         try:
             with provider_call("token"):
-                return self._session().fetch_token(
+                return session.fetch_token(
                     self._endpoint("token_endpoint"),
                     grant_type="authorization_code",
                     code=code,

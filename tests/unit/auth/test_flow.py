@@ -108,6 +108,14 @@ def test_a_token_response_without_a_string_access_token_is_502(op, client, acces
     assert refusal(sign_in(client)) == (502, "the identity provider sent no access token")
 
 
+@pytest.mark.parametrize("expires_in", ["soon", [300], True])
+def test_a_token_response_whose_expires_in_is_no_number_of_seconds_is_502(op, client, fake_redis, expires_in):
+    op.token_changes = {"expires_in": expires_in}
+    message = "the identity provider sent an expires_in that is not a number of seconds"
+    assert refusal(sign_in(client)) == (502, message)
+    assert fake_redis.keys("*:tokens:*") == []
+
+
 def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client):
     id_tokens_with(op, sub="user-sub-2")  # also says preferred_username alice, which user-sub-1 owns
     assert refusal(sign_in(client)) == (403, "this account's username belongs to another account")

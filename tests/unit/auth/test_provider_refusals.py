@@ -95,6 +95,28 @@ def test_a_provider_outage_on_refresh_is_503_and_the_session_stays(op, fake_redi
     assert fake_redis.keys("*:tokens:*") != []
 
 
+MALFORMED = {
+    "no access token": {"token_type": "Bearer", "refresh_token": "rt-rotated", "expires_in": 300},
+    "a numeric access token": {"access_token": 42, "token_type": "Bearer", "expires_in": 300},
+    "a word for expires_in": {"access_token": "at-2", "expires_in": "soon", "expires_at": 2_000_000_000},
+    "a list for expires_in": {"access_token": "at-2", "expires_in": [300]},
+    "a list for a body": ["at-2"],
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_refresh_answer_is_503_and_the_session_stays(op, fake_redis, case):
+    client = signed_in(op, fake_redis)
+    op.token_failure = (200, MALFORMED[case])
+    response = client.get("/api/v1/me/profile", headers=CSRF)
+    assert (response.status_code, response.json["error"]) == (
+        503, {"code": "unavailable", "message": "the identity provider is unavailable"},
+    )  # fmt: skip
+    assert op.token_requests[-1]["grant_type"] == "refresh_token"
+    assert client.get("/auth/session").json["authenticated"] is True
+    assert fake_redis.keys("*:tokens:*") != []
+
+
 def test_auth_params_go_on_the_authorization_request_and_resource_on_the_token_request(op, fake_redis):
     params = "audience=https%3A%2F%2Fapi.example&resource=https%3A%2F%2Fapi.example%2F&state=ignored"
     client = signed_in(op, fake_redis, OIDC_AUTH_PARAMS=params)

@@ -331,6 +331,20 @@ def test_a_refreshed_id_token_for_another_user_or_refused_ends_the_session(
     assert ("wrong issuer" if problem else "names another subject") in caplog.text
 
 
+def test_a_refreshed_id_token_that_cannot_be_checked_in_an_outage_is_503_and_the_session_stays(
+    tokens, token_sets, login_client
+):
+    def keys_unreachable(id_token, *, nonce):
+        raise ProviderUnavailable("the provider's signing keys could not be fetched")
+
+    login_client.id_token_claims, login_client.verify_id_token = {"sub": "sub-alice"}, keys_unreachable
+    sign_in(tokens, expires_in=-10)
+    with pytest.raises(ProviderUnavailable, match="signing keys"):
+        tokens.credential_for_cookie(SID)
+    assert stored(token_sets)["refresh_token"] == "rt-0"
+    assert lock_is_free(token_sets)
+
+
 def expiring_in(tokens, token_sets, seconds: float) -> None:
     """A session whose access token has `seconds` left, and another request holding its refresh lock."""
     sign_in(tokens, expires_in=300)
