@@ -25,6 +25,7 @@ TOKEN_REQUEST_PARAMS = ("resource",)
 REFUSALS = (400, 401)
 FLOW_PARAMS = {
     "client_id", "response_type", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method",
+    "code_verifier",
 }  # fmt: skip
 
 
@@ -99,6 +100,9 @@ class LoginClient:
         self._leeway = leeway
         # The flow's own parameters always win over OIDC_AUTH_PARAMS.
         self._extra_auth_params = {k: v for k, v in (auth_params or {}).items() if k not in FLOW_PARAMS}
+        ignored = sorted(set(auth_params or {}) & FLOW_PARAMS)
+        if ignored:
+            log.warning("OIDC_AUTH_PARAMS: %s ignored, the sign-in flow sets them itself", ", ".join(ignored))
         self._token_params = {k: v for k, v in self._extra_auth_params.items() if k in TOKEN_REQUEST_PARAMS}
 
     def discover(self) -> None:

@@ -132,6 +132,16 @@ def test_auth_params_go_on_the_authorization_request_and_resource_on_the_token_r
     assert op.token_requests[-1]["resource"] == "https://api.example/"
 
 
+def test_auth_params_naming_the_flows_own_parameters_are_ignored_with_a_warning(op, fake_redis, caplog):
+    client = signed_in(op, fake_redis, OIDC_AUTH_PARAMS="code_verifier=operator-set&state=x&audience=api")
+    [authorization] = op.authorizations
+    assert "code_verifier" not in authorization and authorization["audience"] == "api"
+    [exchange] = op.token_requests
+    assert exchange["code_verifier"] != "operator-set"  # the stub checked it against the challenge
+    assert client.get("/auth/session").json["authenticated"] is True
+    assert "OIDC_AUTH_PARAMS: code_verifier, state ignored, the sign-in flow sets them itself" in caplog.text
+
+
 def logout_query(client) -> dict:
     url = client.post("/auth/logout", headers=CSRF).json["logout_url"]
     return dict(parse_qsl(urlsplit(url).query))
