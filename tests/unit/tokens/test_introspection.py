@@ -24,6 +24,8 @@ class IntrospectingIssuer(StubIssuer):
         self.introspection_endpoint = f"{self.issuer}/introspect"
         self.active = True
         self.exp_in = 300
+        self.changes: dict = {}  # fields to change in an active answer (None leaves one out)
+        self.failure: tuple[int, dict] | None = None  # status and body to answer with instead
         self.forms: list[dict] = []
         self.active_answer: dict | None = None  # an answer of another provider's shape, when set
 
@@ -34,12 +36,15 @@ class IntrospectingIssuer(StubIssuer):
         if method == "POST" and path.endswith("/introspect"):
             self.fetches["introspection"] += 1
             self.forms.append({**params, "authorization": headers.get("Authorization")})
+            if self.failure:
+                return self.failure[0], {}, self.failure[1]
             if not self.active:
                 return 200, {}, {"active": False}
             claims = {"active": True, "iss": self.issuer, "aud": "profile-poke-api", "sub": "user-sub-1",
                       "client_id": "profile-poke-web", "scope": "svc:profile.private",
                       "exp": int(time.time()) + self.exp_in, "token_type": "Bearer"}  # fmt: skip
-            return 200, {}, self.active_answer or claims
+            claims = {**(self.active_answer or claims), **self.changes}
+            return 200, {}, {name: value for name, value in claims.items() if value is not None}
         return super().answer(method, path, params, headers)
 
 
@@ -118,3 +123,43 @@ def test_an_okta_introspection_answer_gives_its_user_the_scopes_it_names(stub):
     response = read(client_for(stub, OIDC_PROVIDER_PROFILE="okta"))
     assert response.status_code == 200, response.json
     assert response.json["data"]["handle"] == "@alice"
+
+
+def refusal(response) -> tuple[int, str]:
+    return response.status_code, response.json["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"iss": "https://evil.example/realms/stub"}, "the access token has the wrong issuer"),
+        ({"aud": ["another-api", "a-third-api"]}, "the access token is not meant for this API"),
+        ({"token_type": "refresh_token"}, "the token is not an access token"),
+    ],
+    ids=["another issuer", "an audience list without this API", "a refresh token"],
+)
+def test_an_active_answer_that_does_not_fit_is_refused_naming_why(stub, changes, message):
+    stub.changes = changes
+    assert refusal(read(client_for(stub))) == (401, message)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"iss": None}, {"aud": None}, {"aud": ["another-api", "profile-poke-api"]}, {"token_type": None},
+     {"token_type": "access_token"}],
+    ids=["no iss", "no aud", "an audience list naming this API", "no token_type", "token_type access_token"],
+)  # fmt: skip
+def test_an_active_answer_may_leave_out_what_rfc_7662_makes_optional(stub, changes):
+    stub.changes = changes
+    assert read(client_for(stub)).status_code == 200
+
+
+def test_a_400_about_the_token_is_a_401(stub):
+    stub.failure = (400, {"error": "unsupported_token_type"})
+    assert refusal(read(client_for(stub))) == (401, "the access token is not one the provider can introspect")
+
+
+@pytest.mark.parametrize("body", [{"error": "invalid_client"}, ["not", "an", "object"]])
+def test_any_other_400_is_an_outage_not_a_bad_token(stub, body):
+    stub.failure = (400, body)
+    assert refusal(read(client_for(stub))) == (503, "the identity provider is unavailable")
