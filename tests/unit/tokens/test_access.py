@@ -235,6 +235,15 @@ def test_every_typ_providers_give_access_tokens_is_accepted_and_none_is_needed(u
     assert call(unit_client, token).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("claims", "message"),
+    [({"sub": 42}, "the access token has no subject"), ({"jti": 42}, "the access token's jti claim is malformed")],
+    ids=["a number as sub", "a number as jti"],
+)
+def test_a_registered_claim_of_the_wrong_type_is_refused_naming_it(unit_client, stub_issuer, alice, claims, message):
+    assert_invalid_token(call(unit_client, stub_issuer.sign(stub_issuer.access_claims(**claims))), message)
+
+
 def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
     stub_issuer.published = [stub_issuer.key]
     app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)
