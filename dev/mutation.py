@@ -10,6 +10,7 @@ against new tests); the run time stays that of the last full run.
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import time
@@ -63,26 +64,43 @@ def results() -> dict[str, str]:
 def located(name: str) -> dict:
     """File, line and diff of one mutant; the line is the first changed line in the original file."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.utils.format_utils import get_module_from_key
 
-    module = name.split(".x", 1)[0] if ".x" in name else name
-    path = module.replace(".", "/") + ".py"
+    path = get_module_from_key(name).replace(".", "/") + ".py"
     diff = get_diff_for_mutant(name, path=path)
     removed = next((line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")), "")
     added = next((line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")), "")
-    return {"file": path, "line": _line_of(path, name, removed), "diff": f"- {removed.strip()}\n+ {added.strip()}"}
+    return {"file": path, "line": _line_of(path, name, diff), "diff": f"- {removed.strip()}\n+ {added.strip()}"}
 
 
-def _line_of(path: str, name: str, removed: str) -> int:
-    function = name.rsplit("__mutmut_", 1)[0].rsplit("ǁ", 1)[-1].split(".x_")[-1]
-    source = (ROOT / path).read_text()
-    lines = source.splitlines()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
-            for number in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                if lines[number - 1].strip() == removed.strip():
-                    return number
-            return node.lineno
-    return 0
+def _line_of(path: str, name: str, diff: str) -> int:
+    """The file line of the diff's first removed line: mutmut diffs one function, numbered from its start."""
+    node = _function(path, name)
+    if node is None:
+        return 0
+    start = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+    number = start
+    for line in diff.splitlines():
+        hunk = re.match(r"@@ -(\d+)", line)
+        if hunk:
+            number = start + int(hunk.group(1)) - 1
+        elif line.startswith("-") and not line.startswith("---"):
+            return number
+        elif not line.startswith(("+", "---")):
+            number += 1  # a context line
+    return start
+
+
+def _function(path: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition a mutant name points at: `x_function` or `xǁClassǁmethod` after the module."""
+    mangled = name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1]
+    owner, function = mangled.split("ǁ")[1:3] if mangled.startswith("xǁ") else (None, mangled[2:])
+    scope: list[ast.stmt] = ast.parse((ROOT / path).read_text()).body
+    if owner is not None:
+        classes = [node for node in scope if isinstance(node, ast.ClassDef) and node.name == owner]
+        scope = classes[0].body if classes else []
+    functions = (node for node in scope if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    return next((node for node in functions if node.name == function), None)
 
 
 def reasons() -> list[dict]:
@@ -153,9 +171,14 @@ def markdown(report: dict) -> str:
         "|---|---|---|---|",
     ]
     for entry in report["survived"]:
-        change = "<br>".join(f"`{line}`" for line in entry["diff"].replace("|", "\\|").splitlines())
+        change = "<br>".join(_code(line) for line in entry["diff"].replace("|", "\\|").splitlines())
         lines.append(f"| `{entry['file']}:{entry['line']}` | {change} | {entry['status']} | {entry['why']} |")
     return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """`text` as a Markdown code span, also when it holds a backtick itself."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 if __name__ == "__main__":
