@@ -28,9 +28,11 @@ class IntrospectingIssuer(StubIssuer):
         self.failure: tuple[int, dict] | None = None  # status and body to answer with instead
         self.forms: list[dict] = []
         self.active_answer: dict | None = None  # an answer of another provider's shape, when set
+        self.auth_methods: list[str] | None = None  # introspection_endpoint_auth_methods_supported, when set
 
     def discovery(self) -> dict:
-        return {**super().discovery(), "introspection_endpoint": self.introspection_endpoint}
+        methods = {"introspection_endpoint_auth_methods_supported": self.auth_methods} if self.auth_methods else {}
+        return {**super().discovery(), "introspection_endpoint": self.introspection_endpoint, **methods}
 
     def answer(self, method, path, params, headers):
         if method == "POST" and path.endswith("/introspect"):
@@ -163,3 +165,60 @@ def test_a_400_about_the_token_is_a_401(stub):
 def test_any_other_400_is_an_outage_not_a_bad_token(stub, body):
     stub.failure = (400, body)
     assert refusal(read(client_for(stub))) == (503, "the identity provider is unavailable")
+
+
+def test_the_token_is_sent_with_the_access_token_hint(stub):
+    read(client_for(stub))
+    assert (stub.forms[0]["token"], stub.forms[0]["token_type_hint"]) == ("opaque-token-1", "access_token")
+
+
+def test_a_provider_that_takes_only_client_secret_post_gets_the_credentials_in_the_form(stub):
+    stub.auth_methods = ["client_secret_post"]
+    assert read(client_for(stub)).status_code == 200
+    [form] = stub.forms
+    assert (form["client_id"], form["client_secret"], form["authorization"]) == ("api", "api-secret", None)
+
+
+def test_different_tokens_are_introspected_and_cached_apart(stub):
+    client = client_for(stub)
+    assert read(client, "opaque-token-1").status_code == 200
+    stub.active = False
+    assert refusal(read(client, "opaque-token-2")) == (401, "the access token is not active")
+    assert [form["token"] for form in stub.forms] == ["opaque-token-1", "opaque-token-2"]
+
+
+def test_a_token_over_the_size_limit_is_refused_without_asking_the_provider(stub):
+    assert refusal(read(client_for(stub), "t" * 8193)) == (401, "the access token is too large")
+    assert read(client_for(stub), "t" * 8192).status_code == 200
+    assert [len(form["token"]) for form in stub.forms] == [8192]
+
+
+def test_an_answer_without_exp_is_accepted(stub):
+    stub.changes = {"exp": None}
+    assert read(client_for(stub)).status_code == 200
+
+
+def test_an_audience_that_only_contains_this_apis_name_is_refused(stub):
+    stub.changes = {"aud": "profile-poke-api-v2"}
+    assert refusal(read(client_for(stub))) == (401, "the access token is not meant for this API")
+
+
+def test_a_lowercase_bearer_token_type_is_accepted(stub):
+    stub.changes = {"token_type": "bearer"}
+    assert read(client_for(stub)).status_code == 200
+
+
+@pytest.mark.parametrize("answer", [["active", True], {"active": "yes"}], ids=["a list", "active as text"])
+def test_an_answer_that_is_not_rfc_7662_is_an_outage(stub, answer):
+    stub.failure = (200, answer)
+    assert refusal(read(client_for(stub))) == (503, "the identity provider is unavailable")
+
+
+def test_an_endpoint_that_never_answers_is_an_outage_after_the_timeout(stub):
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        stub.introspection_endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}/introspect"
+        started = time.monotonic()
+        assert read(client_for(stub, IDP_TIMEOUT="0.3")).status_code == 503
+        assert time.monotonic() - started < 3
