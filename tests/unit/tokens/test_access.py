@@ -244,6 +244,16 @@ def test_a_registered_claim_of_the_wrong_type_is_refused_naming_it(unit_client, 
     assert_invalid_token(call(unit_client, stub_issuer.sign(stub_issuer.access_claims(**claims))), message)
 
 
+@pytest.mark.parametrize(
+    "marks",
+    [{"typ": "ID"}, {"at_hash": "x"}, {"c_hash": "x"}, {"nonce": "n"}, {"nonce": "n", "typ": "ID"}],
+    ids=["Keycloak's typ ID", "at_hash", "c_hash", "a nonce without typ Bearer", "a nonce with typ ID"],
+)
+def test_each_mark_of_an_id_token_alone_gets_it_refused(unit_client, stub_issuer, alice, marks):
+    token = stub_issuer.sign(stub_issuer.access_claims(**marks), header={"typ": "JWT"})
+    assert_invalid_token(call(unit_client, token), "an ID token is not an access token")
+
+
 def test_a_cached_token_is_refused_once_it_has_expired(stub_issuer, fake_redis):
     stub_issuer.published = [stub_issuer.key]
     app = create_app(Config(app_env(stub_issuer.issuer, TOKEN_LEEWAY="0")), redis=fake_redis)
