@@ -231,8 +231,13 @@ def test_a_verified_token_is_not_verified_again(stub_issuer, fake_redis):
 
 @pytest.mark.parametrize("typ", [None, "JWT", "jwt", "at+jwt", "AT+JWT", "application/at+jwt"])
 def test_every_typ_providers_give_access_tokens_is_accepted_and_none_is_needed(unit_client, stub_issuer, alice, typ):
-    token = stub_issuer.sign(stub_issuer.access_claims(), header={"typ": typ})  # None: no typ at all
-    assert call(unit_client, token).status_code == 200
+    header = {"alg": "RS256", "kid": stub_issuer.key.kid, **({"typ": typ} if typ else {})}  # None: no typ at all
+    assert call(unit_client, stub_issuer.sign_raw(stub_issuer.access_claims(), header)).status_code == 200
+
+
+def test_a_token_without_iss_is_refused_as_from_the_wrong_issuer(unit_client, stub_issuer, alice):
+    token = stub_issuer.sign(stub_issuer.access_claims(iss=None))
+    assert_invalid_token(call(unit_client, token), "the access token has the wrong issuer")
 
 
 @pytest.mark.parametrize(

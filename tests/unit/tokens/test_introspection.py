@@ -7,8 +7,9 @@ import time
 
 import fakeredis
 import pytest
+from prometheus_client import REGISTRY
 
-from app import create_app
+from app import create_app, metrics
 from app.extensions import services
 from app.store.profiles import Profile
 from config import Config
@@ -222,3 +223,20 @@ def test_an_endpoint_that_never_answers_is_an_outage_after_the_timeout(stub):
         started = time.monotonic()
         assert read(client_for(stub, IDP_TIMEOUT="0.3")).status_code == 503
         assert time.monotonic() - started < 3
+
+
+def test_each_introspection_is_counted_as_a_provider_call(stub, monkeypatch):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+    labels = {"endpoint": "introspection", "outcome": "ok"}
+    before = REGISTRY.get_sample_value("pp_idp_requests_total", labels) or 0.0
+    assert read(client_for(stub)).status_code == 200
+    assert REGISTRY.get_sample_value("pp_idp_requests_total", labels) - before == 1
+
+
+def test_an_answer_naming_scopes_in_the_profiles_own_claim_is_read_from_it(stub):
+    now = int(time.time())
+    stub.active_answer = {
+        "active": True, "scp": ["openid", "svc:profile.private"], "exp": now + 300, "sub": "alice@example.com",
+        "aud": "profile-poke-api", "iss": stub.issuer, "client_id": "profile-poke-web", "uid": "user-sub-1",
+    }  # fmt: skip
+    assert read(client_for(stub, OIDC_PROVIDER_PROFILE="okta")).status_code == 200
