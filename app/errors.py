@@ -103,9 +103,10 @@ class PokeFailed(Exception):
 
     status = 400
 
-    def __init__(self, message: str, status: int = 400, retry_after: int | None = None):
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None, outcome: str = "invalid"):
         super().__init__(message)
         self.message, self.status, self.retry_after = message, status, retry_after
+        self.outcome = outcome  # what the metrics count it as: invalid, self, unknown_target or cooldown
 
 
 class LoginFailed(Exception):

@@ -113,17 +113,9 @@ class poke_observed:  # lower case: used like a function, `with poke_observed():
 
 
 def _poke_outcome(error: Exception) -> str:
-    # Read by shape rather than class: app.errors counts Redis errors here, so it cannot be imported.
-    message = getattr(error, "message", "")
-    if getattr(error, "retry_after", None):
-        return "cooldown"
-    if message.startswith("user not found"):
-        return "unknown_target"
-    if message == "cannot poke yourself":
-        return "self"
-    if hasattr(error, "code"):  # an ApiError: a disabled account
-        return "denied"
-    return "invalid" if hasattr(error, "retry_after") else "error"
+    # A PokeFailed names its outcome, and an ApiError (a disabled account) has a code. Read by attribute:
+    # app.errors counts Redis errors here, so this module cannot import it.
+    return getattr(error, "outcome", None) or ("denied" if hasattr(error, "code") else "error")
 
 
 @bp.get("/metrics")

@@ -47,8 +47,10 @@ def poke(*, poker: str) -> None:
     try:
         target = read_poke_target()
         username = normalize_username(target)
-        if username is None or username == poker:
-            raise PokeFailed("cannot poke yourself" if username == poker else f"user not found: {target}")
+        if username == poker:
+            raise PokeFailed("cannot poke yourself", outcome="self")
+        if username is None:
+            raise PokeFailed(f"user not found: {target}", outcome="unknown_target")
     except PokeFailed:
         require_enabled(store.profiles.get(poker))  # refused without Redis: the account check comes first
         raise
@@ -58,10 +60,10 @@ def poke(*, poker: str) -> None:
             store.pokes.withdraw(poker, username)
         require_enabled(profile)
     if outcome.result is PokeResult.UNKNOWN_TARGET:
-        raise PokeFailed(f"user not found: {target}")
+        raise PokeFailed(f"user not found: {target}", outcome="unknown_target")
     if outcome.result is PokeResult.ON_COOLDOWN:
         left = outcome.seconds_left
-        raise PokeFailed(f"poke on cooldown ({format_duration(left)} remaining)", retry_after=left)
+        raise PokeFailed(f"poke on cooldown ({format_duration(left)} remaining)", retry_after=left, outcome="cooldown")
 
 
 def format_duration(seconds: int) -> str:

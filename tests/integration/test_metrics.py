@@ -59,7 +59,10 @@ def test_every_counter_moves_with_real_traffic_and_no_label_names_a_user_token_o
     first = requests.post(f"{api}/pokes", json=target, headers=auth, timeout=10)
     second = requests.post(f"{api}/pokes", json=target, headers=auth, timeout=10)
     unknown = requests.post(f"{api}/pokes", json={"username": "nobody-by-that-name"}, headers=auth, timeout=10)
-    assert (first.status_code, second.status_code, unknown.status_code) == (200, 400, 400)
+    own = requests.post(f"{api}/pokes", json={"username": "carol"}, headers=auth, timeout=10)
+    malformed = requests.post(f"{api}/pokes", json={"username": 7}, headers=auth, timeout=10)
+    statuses = [r.status_code for r in (first, second, unknown, own, malformed)]
+    assert statuses == [200, 400, 400, 400, 400]
     browser = sign_in(live.url, "alice")  # discovery, jwks and token calls at the provider
     time.sleep(SHORT_TOKEN_REFRESH_DUE)
     assert requests.get(f"{api}/me/profile", cookies=browser.cookies, headers=CSRF, timeout=15).status_code == 200
@@ -88,6 +91,8 @@ def test_every_counter_moves_with_real_traffic_and_no_label_names_a_user_token_o
         "poked": ("pp_pokes_total", {"outcome": "poked"}),
         "cooldown": ("pp_pokes_total", {"outcome": "cooldown"}),
         "unknown target": ("pp_pokes_total", {"outcome": "unknown_target"}),
+        "self": ("pp_pokes_total", {"outcome": "self"}),
+        "invalid": ("pp_pokes_total", {"outcome": "invalid"}),
         "refreshed": ("pp_refreshes_total", {"outcome": "refreshed"}),
         "token calls": ("pp_idp_requests_total", {"endpoint": "token", "outcome": "ok"}),
         "token timing": ("pp_idp_request_duration_seconds_count", {"endpoint": "token"}),
