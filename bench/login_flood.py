@@ -4,13 +4,13 @@ login cookie and for a client that drops it. Run: python -m bench.login_flood. W
 bench/results/login-flood.md."""
 
 import secrets
-import tempfile
 from pathlib import Path
 
 from app import create_app
 from app.extensions import make_redis
 from config import Config
-from dev.services import free_port, idp_issuer, start_idp, start_redis
+
+from .servers import redis_and_provider
 
 RESULTS = Path(__file__).resolve().parent / "results" / "login-flood.md"
 REQUESTS = 20_000
@@ -57,19 +57,8 @@ def report(results: list[tuple[str, dict]]) -> str:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as workdir:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        redis_server = start_redis(redis_port, workdir=Path(workdir))
-        base = f"http://127.0.0.1:{app_port}/"
-        idp = start_idp(idp_port, log_path=Path(workdir) / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}auth/callback",
-            "IDP_POST_LOGOUT_REDIRECT_URIS": base})  # fmt: skip
-        try:
-            url = f"redis://127.0.0.1:{redis_port}/0"
-            results = [(name, flood(url, idp_issuer(idp_port), app_port, limit, keep)) for name, limit, keep in CASES]
-        finally:
-            idp.stop()
-            redis_server.stop()
+    with redis_and_provider() as (redis_url, issuer, app_port):
+        results = [(name, flood(redis_url, issuer, app_port, limit, keep)) for name, limit, keep in CASES]
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(report(results))
     print(RESULTS.read_text())

@@ -3,13 +3,17 @@
 import json
 import os
 import runpy
+import secrets
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import requests
 
-from dev.services import ROOT, Process
+from dev.services import ROOT, Process, free_port, idp_issuer, start_idp, start_redis
 
 BENCH = ROOT / "bench"
 STATE = ROOT / ".dev" / "bench"
@@ -97,3 +101,21 @@ def summary(figures: dict, ceiling_rps: float | None = None, same_config_rps: fl
     if same_config_rps:
         result["same_config_ratio"] = round(figures["rps"] / same_config_rps, 3)
     return result
+
+
+@contextmanager
+def redis_and_provider() -> Iterator[tuple[str, str, int]]:
+    """A private redis-server and dev provider for a one-off measurement, stopped on the way out:
+    (the Redis URL, the provider's issuer, the port of the app whose redirects the provider accepts)."""
+    with tempfile.TemporaryDirectory() as workdir:
+        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
+        redis_server = start_redis(redis_port, workdir=Path(workdir))
+        base = f"http://127.0.0.1:{app_port}/"
+        idp = start_idp(idp_port, log_path=Path(workdir) / "idp.log", env={
+            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}auth/callback",
+            "IDP_POST_LOGOUT_REDIRECT_URIS": base})  # fmt: skip
+        try:
+            yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
+        finally:
+            idp.stop()
+            redis_server.stop()

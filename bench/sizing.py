@@ -5,7 +5,6 @@ tokens from the dev provider. Run: python -m bench.sizing (make sizing). Writes 
 import json
 import secrets
 import statistics
-import tempfile
 from pathlib import Path
 
 import requests
@@ -15,10 +14,11 @@ from app.extensions import make_redis, services
 from app.store.profiles import Profile
 from config import Config
 from dev import oidc_driver
-from dev.services import free_port, idp_issuer, start_idp, start_redis
+
+from .servers import redis_and_provider
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sizing.md"
-USERS, SESSIONS, POKES = 2000, 50, 2000
+USERS, SESSIONS, POKES = 20_000, 200, 20_000
 
 
 def _mean_usage(redis, pattern: str) -> float:
@@ -36,46 +36,66 @@ def _sign_in(app, username: str) -> None:
 def measure(redis_url: str, issuer: str, app_port: int) -> dict:
     env = {"OIDC_ISSUER_URL": issuer, "OIDC_CLIENT_ID": "profile-poke-web", "REDIS_URL": redis_url,
            "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback", "SECRET_KEY": secrets.token_urlsafe(32),
-           "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "WARNING", "REDIS_KEY_PREFIX": "pp:"}  # fmt: skip
+           "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "WARNING", "REDIS_KEY_PREFIX": "pp:",
+           "RATE_LIMIT_LOGIN": "1000 per minute"}  # fmt: skip
     app = create_app(Config(env))
     redis = make_redis(redis_url, socket_timeout=5)
     demo = json.loads((Path(__file__).resolve().parent.parent / "dev" / "demo-users.json").read_text())[0]
+    grown = {}  # what each kind added to INFO memory used_memory, per item (Redis's own overhead included)
     with app.app_context():
         profiles, pokes = services().store.profiles, services().store.pokes
+        before = _used_memory(redis)
         for index in range(USERS):
             name = f"user{index:06d}"
             profiles.put(Profile(name, f"@{name}", f"User {index}", sub=secrets.token_hex(16) + "-uuid",
                                  stats=demo["stats"], aggregate_scores=demo["aggregate_scores"]))  # fmt: skip
+        grown["user"], before = (_used_memory(redis) - before) / USERS, _used_memory(redis)
         for index in range(POKES):
             pokes.try_poke(f"user{index % USERS:06d}", f"user{(index * 7 + 1) % USERS:06d}")
+        grown["poke cooldown"], before = (_used_memory(redis) - before) / POKES, _used_memory(redis)
+    # The first sign-ins also create what every later one shares (scripts, limiter and index keys):
+    # the per-session figure is what the later ones add.
+    first = SESSIONS // 4
     for index in range(SESSIONS):
+        if index == first:
+            before = _used_memory(redis)
         _sign_in(app, ("alice", "bob", "carol", "erin")[index % 4])
-    return {
+    grown["browser session"] = (_used_memory(redis) - before) / (SESSIONS - first)
+    usage = {
         "profile": _mean_usage(redis, "pp:user:{user*"),
         "subject link": _mean_usage(redis, "pp:sub:*"),
         "session key": _mean_usage(redis, "pp:session:*"),
         "token set": _mean_usage(redis, "pp:tokens:*"),
         "cooldown": _mean_usage(redis, "pp:cooldown:*"),
     }
+    return {"grown": grown, "usage": usage}
+
+
+def _used_memory(redis) -> int:
+    return int(redis.info("memory")["used_memory"])
 
 
 def report(sizes: dict) -> str:
-    user = sizes["profile"] + sizes["subject link"]
-    session = sizes["session key"] + sizes["token set"]
+    grown, usage = sizes["grown"], sizes["usage"]
     cooldowns_live = 1000 * 24 * 3600  # a thousand pokes a second, each key kept for 24 hours
     lines = [
-        "# Redis sizing (measured with MEMORY USAGE on redis-server, real dev-provider tokens)\n",
-        "| what | bytes each |", "|---|---|",
-        *(f"| {name} | {value:.0f} |" for name, value in sizes.items()),
-        f"| **user** (profile + subject link) | **{user:.0f}** |",
-        f"| **browser session** (session key + token set) | **{session:.0f}** |",
-        f"| **poke cooldown** | **{sizes['cooldown']:.0f}** |",
+        "# Redis sizing (redis-server, real dev-provider tokens)\n",
+        f"What each item added to `INFO memory` `used_memory` ({USERS:,} users, {POKES:,} pokes, "
+        f"{SESSIONS} sign-ins): the figure to size by, as it counts Redis's own per-key overhead.\n",
+        "| item | bytes each (`INFO memory` delta) |", "|---|--:|",
+        f"| **user** (profile + subject link) | **{grown['user']:.0f}** |",
+        f"| **poke cooldown** | **{grown['poke cooldown']:.0f}** |",
+        f"| **browser session** (everything a sign-in leaves) | **{grown['browser session']:.0f}** |",
         "",
-        f"- One million users: {user * 1e6 / 2**30:.2f} GiB of profiles (their stats as in the demo data).",
+        "`MEMORY USAGE` of each key, for comparison (it leaves out the keyspace's own bookkeeping):\n",
+        "| key | bytes each |", "|---|--:|",
+        *(f"| {name} | {value:.0f} |" for name, value in usage.items()),
+        "",
+        f"- One million users: {grown['user'] * 1e6 / 2**30:.2f} GiB of profiles (their stats as in the demo data).",
         f"- A thousand pokes a second keep {cooldowns_live / 1e6:.1f} million cooldown keys alive (24 h each): "
-        f"{sizes['cooldown'] * cooldowns_live / 2**30:.1f} GiB, the largest item; Redis needs that much memory "
+        f"{grown['poke cooldown'] * cooldowns_live / 2**30:.1f} GiB, the largest item; Redis needs that much memory "
         "plus about 30 % for fragmentation and replication buffers, or a cluster that shards it.",
-        f"- 100,000 concurrent browser sessions: {session * 1e5 / 2**20:.0f} MiB.",
+        f"- 100,000 concurrent browser sessions: {grown['browser session'] * 1e5 / 2**20:.0f} MiB.",
         "- Throughput: a poke costs one Redis round trip (the poker's profile read and the poke decided by one "
         "Lua script, pipelined), so 1,000 pokes/s is about 2,000 commands/s, far below one Redis core "
         "(~140k simple ops/s here).",
@@ -84,18 +104,8 @@ def report(sizes: dict) -> str:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as workdir:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        redis_server = start_redis(redis_port, workdir=Path(workdir))
-        base = f"http://127.0.0.1:{app_port}/"
-        idp = start_idp(idp_port, log_path=Path(workdir) / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}auth/callback",
-            "IDP_POST_LOGOUT_REDIRECT_URIS": base})  # fmt: skip
-        try:
-            sizes = measure(f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port)
-        finally:
-            idp.stop()
-            redis_server.stop()
+    with redis_and_provider() as (redis_url, issuer, app_port):
+        sizes = measure(redis_url, issuer, app_port)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(report(sizes))
     print(RESULTS.read_text())
