@@ -21,18 +21,23 @@ SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
 WRK_THREADS = 2
 WARMUP_SECONDS = 2
-# Every config the best ceiling is sought among: gunicorn options over gunicorn.conf.py's settings.
+# Every config the best ceiling is sought among: gunicorn options over gunicorn.conf.py's settings,
+# with its keep-alive and connection cap set back to gunicorn's defaults (off, 1000) unless named, so
+# the candidates stay what they were whatever the shipped config is.
+PLAIN = ["--keep-alive", "0", "--worker-connections", "1000"]
+GTHREAD_3X8 = ["--worker-class", "gthread", "--workers", "3", "--threads", "8"]
 CANDIDATES = {
-    **{f"sync {n}": ["--worker-class", "sync", "--workers", str(n)] for n in (2, 3, 4, 5)},
-    "gthread 3x2": ["--worker-class", "gthread", "--workers", "3", "--threads", "2"],
-    "gthread 2x4": ["--worker-class", "gthread", "--workers", "2", "--threads", "4"],
-    "gthread 3x8": ["--worker-class", "gthread", "--workers", "3", "--threads", "8"],
-    "gevent 2": ["--worker-class", "gevent", "--workers", "2"],
-    "gevent 3": ["--worker-class", "gevent", "--workers", "3"],
-    "gevent 4": ["--worker-class", "gevent", "--workers", "4"],
+    **{f"sync {n}": ["--worker-class", "sync", "--workers", str(n), *PLAIN] for n in (2, 3, 4, 5)},
+    "gthread 3x2": ["--worker-class", "gthread", "--workers", "3", "--threads", "2", *PLAIN],
+    "gthread 2x4": ["--worker-class", "gthread", "--workers", "2", "--threads", "4", *PLAIN],
+    "gthread 3x8": [*GTHREAD_3X8, *PLAIN],
+    "gevent 2": ["--worker-class", "gevent", "--workers", "2", *PLAIN],
+    "gevent 3": ["--worker-class", "gevent", "--workers", "3", *PLAIN],
+    "gevent 4": ["--worker-class", "gevent", "--workers", "4", *PLAIN],
     # Keep-alive saves a connection per request; sync workers cannot keep a connection open.
-    "gthread 3x8 keep-alive": ["--worker-class", "gthread", "--workers", "3", "--threads", "8", "--keep-alive", "5"],
-    "gevent 3 keep-alive": ["--worker-class", "gevent", "--workers", "3", "--keep-alive", "5"],
+    "gthread 3x8 keep-alive": [*GTHREAD_3X8, *PLAIN, "--keep-alive", "5"],
+    "gthread 3x8 keep-alive, 12 per worker": [*GTHREAD_3X8, "--keep-alive", "5", "--worker-connections", "12"],
+    "gevent 3 keep-alive": ["--worker-class", "gevent", "--workers", "3", *PLAIN, "--keep-alive", "5"],
 }
 
 
@@ -45,6 +50,8 @@ def shipped_config() -> tuple[str, list[str]]:
     conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     kind, workers, threads = conf["worker_class"], conf["workers"], conf["threads"]
     name = f"{kind} {workers}x{threads}" if kind == "gthread" else f"{kind} {workers}"
+    if kind == "gthread" and conf["keepalive"]:
+        name += f" keep-alive, {conf['worker_connections']} connections per worker"
     return name, ["--worker-class", kind, "--workers", str(workers), "--threads", str(threads)]
 
 
