@@ -9,6 +9,7 @@ import math
 import os
 import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -43,7 +44,10 @@ from .servers import (
 RESULTS = ROOT / "bench" / "results"
 LARGE = os.environ.get("BENCH_DATA", "") == "large"
 USER, PASSWORD = "alice", "demo"
-OVERHEAD_ROUNDS = 2
+# Metrics cost: pairs of short poke windows with and without metrics, in ABBA order, so that a load
+# rising or falling during the run weighs on both sides alike; the cost is the median pair.
+OVERHEAD_ROUNDS = 6
+OVERHEAD_SECONDS = max(3, SECONDS // 2)
 
 
 def seed_targets(redis_url: str, prefix: str, count: int) -> None:
@@ -179,9 +183,13 @@ def run(started: list) -> None:
     measured, same = bench.routes_with_ceilings()
     with_metrics, without_metrics = [], []
     for round_number in range(OVERHEAD_ROUNDS):
-        label = f"poke without metrics {round_number}"
-        without_metrics.append(bench.route("poke", SECONDS, bench.plain, bench.plain_url, label))
-        with_metrics.append(bench.route("poke", SECONDS, label=f"poke with metrics {round_number}"))
+        for metered in (False, True) if round_number % 2 == 0 else (True, False):
+            if metered:
+                label = f"poke with metrics {round_number}"
+                with_metrics.append(bench.route("poke", OVERHEAD_SECONDS, label=label))
+            else:
+                label = f"poke without metrics {round_number}"
+                without_metrics.append(bench.route("poke", OVERHEAD_SECONDS, bench.plain, bench.plain_url, label))
     idp_requests = idp_total(oidc_driver.stats(bench.idp_base))
 
     results = {
@@ -191,7 +199,7 @@ def run(started: list) -> None:
         "same_config_ceiling": summary(same),
         "routes": {name: summary(figures, best["rps"], same["rps"]) for name, figures in measured.items()},
         "idp_requests": idp_requests,
-        "metrics_overhead": metrics_cost(with_metrics, without_metrics),
+        "metrics_overhead": metrics_cost(with_metrics, without_metrics, metrics_code_us()),
     }
     missed = [name for name, row in results["routes"].items()
               if row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"]]  # fmt: skip
@@ -218,17 +226,27 @@ def run(started: list) -> None:
     print(report)
 
 
-def metrics_cost(with_metrics: list, without_metrics: list) -> dict:
+def metrics_cost(with_metrics: list, without_metrics: list, code_us: float) -> dict:
     """What metrics cost on the poke route: server CPU per request (steady on a busy machine, where
-    req/s is not) with and without them, and the req/s of the same windows."""
+    req/s is not) with and without them, the median over the pairs of windows and its spread, and
+    the metrics code of a poke timed alone (`code_us`) as a share of the CPU of a poke without it."""
 
     def mean(windows: list, key: str) -> float:
         return sum(window[key] for window in windows) / len(windows)
 
-    cpu_with, cpu_without = mean(with_metrics, "cpu_us"), mean(without_metrics, "cpu_us")
+    pairs = sorted(w["cpu_us"] / wo["cpu_us"] - 1 for w, wo in zip(with_metrics, without_metrics, strict=True))
+    without_cpu = mean(without_metrics, "cpu_us")
     return {"with_rps": round(mean(with_metrics, "rps"), 1), "without_rps": round(mean(without_metrics, "rps"), 1),
-            "with_cpu_us": round(cpu_with, 1), "without_cpu_us": round(cpu_without, 1),
-            "overhead": round(cpu_with / cpu_without - 1, 4)}  # fmt: skip
+            "with_cpu_us": round(mean(with_metrics, "cpu_us"), 1), "without_cpu_us": round(without_cpu, 1),
+            "overhead": round(statistics.median(pairs), 4), "pairs": [round(pair, 4) for pair in pairs],
+            "code_us": code_us, "code_overhead": round(code_us / without_cpu, 4)}  # fmt: skip
+
+
+def metrics_code_us() -> float:
+    """The metrics code of one poke timed by itself (bench/metrics_code.py), in µs."""
+    output = subprocess.run([sys.executable, "-m", "bench.metrics_code"], cwd=ROOT, check=True,
+                            stdout=subprocess.PIPE, text=True).stdout  # fmt: skip
+    return round(sum(json.loads(output).values()), 2)
 
 
 def measure_large(bench: Bench, results: dict) -> dict:
