@@ -16,6 +16,7 @@ from app.extensions import services
 from app.store.keys import Keys
 from app.store.profiles import Profile
 from config import Config
+from tests.helpers.apps import app_with_alice
 from tests.helpers.settings import CSRF, app_env, session_cookie_name
 from tests.helpers.stub_op import StubOP
 
@@ -32,10 +33,7 @@ def op():
 
 @pytest.fixture
 def app(op, fake_redis):
-    app = create_app(Config(app_env(op.issuer)), redis=fake_redis)
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
-    return app
+    return app_with_alice(op.issuer, fake_redis)
 
 
 def signed_in(app):

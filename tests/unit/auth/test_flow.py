@@ -9,40 +9,21 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 import pytest
 import requests
 
-from app import create_app
 from app.auth.sessions import session_ref
 from app.extensions import services
-from app.store.profiles import Profile
-from config import Config
+from tests.helpers.apps import app_with_alice
 from tests.helpers.pages import error_page_message
-from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env
+from tests.helpers.settings import CSRF, SESSION_COOKIE
 from tests.helpers.stub_issuer import b64url
-from tests.helpers.stub_op import StubOP
 
 CLIENT_ID = "profile-poke-web"
 UNKNOWN_STATE = "0123456789abcdef." + "A" * 43  # shaped like the app's states, but never issued
 ALL_SCOPES = ["openid", "svc:interact.poke", "svc:profile.private"]
 
 
-@pytest.fixture(scope="module")
-def key():
-    return StubOP.new_key("op-key-1")
-
-
-@pytest.fixture
-def op(key):
-    stub = StubOP(key)
-    yield stub
-    stub.stop()
-
-
 @pytest.fixture
 def app(op, fake_redis):
-    """An app on fakeredis that trusts the stub provider, with Alice's profile linked to her subject."""
-    app = create_app(Config(app_env(op.issuer)), redis=fake_redis)
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
-    return app
+    return app_with_alice(op.issuer, fake_redis)
 
 
 @pytest.fixture

@@ -9,34 +9,14 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import requests
 
-from app import create_app
-from app.extensions import services
-from app.store.profiles import Profile
-from config import Config
-from tests.helpers.settings import app_env
-from tests.helpers.stub_op import StubOP
-
-CSRF = {"X-CSRF": "1"}
-
-
-@pytest.fixture(scope="module")
-def key():
-    return StubOP.new_key("op-key-1")
-
-
-@pytest.fixture
-def op(key):
-    stub = StubOP(key)
-    yield stub
-    stub.stop()
+from tests.helpers.apps import app_with_alice
+from tests.helpers.settings import CSRF
 
 
 def signed_in(op, redis, **env):
     """A test client signed in through the stub provider, holding an access token that is already dead
     (one second of life), so the next API call must refresh it."""
-    app = create_app(Config(app_env(op.issuer, **env)), redis=redis)
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
+    app = app_with_alice(op.issuer, redis, **env)
     client = app.test_client()
     op.expires_in = 1
     login = client.get("/auth/login")

@@ -40,6 +40,19 @@ class VendorApi:
             return services().store.profiles.get(username)
 
 
+@pytest.fixture(scope="module")
+def key():
+    return StubIssuer.new_key("stub-key-1")  # made once: making RSA keys is slow
+
+
+@pytest.fixture
+def stub(key):
+    """A stub issuer publishing `key` (modules that need other keys define their own)."""
+    issuer = StubIssuer(key)
+    yield issuer
+    issuer.stop()
+
+
 @pytest.fixture
 def vendor_api():
     """Builds a VendorApi from environment overrides; `trailing_slash` makes the issuer end in `/`."""

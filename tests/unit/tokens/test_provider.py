@@ -14,18 +14,6 @@ from app.tokens.provider import Provider
 from tests.helpers.stub_issuer import StubIssuer
 
 
-@pytest.fixture(scope="module")
-def key():
-    return StubIssuer.new_key("stub-key-1")  # made once: making RSA keys is slow
-
-
-@pytest.fixture
-def stub(key):
-    issuer = StubIssuer(key)
-    yield issuer
-    issuer.stop()
-
-
 def provider_of(issuer: str, *, discovery_ttl: float = 60, refetch_interval: float = 60, timeout: float = 2):
     return Provider(issuer, timeout=timeout, discovery_ttl=discovery_ttl, refetch_interval=refetch_interval)
 

@@ -7,21 +7,8 @@ from joserfc.jwk import RSAKey
 
 from app.tokens.provider import Provider
 from app.tokens.signatures import MAX_TOKEN_BYTES, BadToken, signed_claims
-from tests.helpers.stub_issuer import StubIssuer
 
 CLAIMS = {"sub": "user-sub-1"}
-
-
-@pytest.fixture(scope="module")
-def key():
-    return StubIssuer.new_key("stub-key-1")  # made once: making RSA keys is slow
-
-
-@pytest.fixture
-def stub(key):
-    issuer = StubIssuer(key)
-    yield issuer
-    issuer.stop()
 
 
 @pytest.fixture
