@@ -11,16 +11,16 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() +
 # Chosen by measurement (make bench and python -m bench.hang, 2 cores; figures in README): threads keep
 # a worker serving while some of its requests wait on the identity provider (eight sessions refreshing
 # against a provider that hangs 5 s must not stall bearer calls: 3 x 2 threads and sync workers did),
-# and 8 threads per worker cost nothing measurable against 2. Keep-alive saves a connection per request,
-# but an uncapped gthread worker accepts greedily (one took all 16 client connections in most runs), so
-# each worker holds at most its threads plus 4 idle kept-alive connections: past that it stops
-# accepting (the kernel hands new connections to the other workers) and closes rather than parks.
+# and 8 threads per worker cost nothing measurable against 2. Keep-alive stays off: uncapped, a gthread
+# worker accepts greedily (one took all 16 client connections in most runs); capped by
+# worker_connections, concurrent requests can all park their connections (the idle limit is checked
+# when a request starts), fill the worker's slots with idle connections and stop it accepting for the
+# whole keep-alive timeout (the fifty-simultaneous-pokes test then timed out, twice in six runs).
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 worker_class = "gthread" if threads > 1 else "sync"
-worker_connections = threads + 4
 timeout = 30
 graceful_timeout = 20
-keepalive = 5
+keepalive = 0
 # The app writes one JSON line per request itself (app/logs.py); gunicorn adds only its own events.
 accesslog = None
 errorlog = "-"
