@@ -8,7 +8,7 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
-# Chosen by measurement (make bench and python -m bench.hang, 2 cores; figures in README): threads keep
+# Chosen by measurement (make bench and python -m bench.hang, 2 cores; figures in docs/performance.md): threads keep
 # a worker serving while some of its requests wait on the identity provider (eight sessions refreshing
 # against a provider that hangs 5 s must not stall bearer calls: 3 x 2 threads and sync workers did),
 # and 8 threads per worker cost nothing measurable against 2. Keep-alive stays off: uncapped, a gthread

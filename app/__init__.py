@@ -7,10 +7,12 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from config import Config
 
+from .api.guard import Guard
 from .api.routes import bp as api_bp
+from .auth.backchannel import BackchannelLogout
 from .auth.browser_sessions import BrowserSessions
+from .auth.flow import SignIn
 from .auth.oidc import LoginClient
-from .auth.routes import RATE_LIMITED
 from .auth.routes import bp as auth_bp
 from .auth.session_tokens import SessionTokens
 from .auth.sessions import BffSessionInterface
@@ -19,7 +21,7 @@ from .errors import register_error_handlers
 from .extensions import Services, init_limiter, make_redis
 from .health import bp as health_bp
 from .logs import configure_logging
-from .metrics import init_metrics
+from .metrics import count_redis_error, init_metrics
 from .security import register_security_headers
 from .store import Store
 from .tokens import AccessTokens, IntrospectedTokens, Provider, provider_profile
@@ -34,10 +36,10 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_extensions(app, config, redis)
     register_blueprints(app)
     register_rate_limits(app, config)
-    register_error_handlers(app)
+    register_error_handlers(app, count_redis_error=count_redis_error)
     register_security_headers(app)
     configure_logging(app)
-    init_metrics(app)
+    init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
     configure_proxy(app, config)
     return app
 
@@ -87,18 +89,37 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         max_age=config.SESSION_MAX_AGE,
         idp_timeout=config.IDP_TIMEOUT,
     )
+    access_tokens = access_token_validator(config, provider, profile)
+    browser_sessions = BrowserSessions(
+        session_tokens, store.token_sets, store.session_index, login_client, idle_timeout=config.SESSION_IDLE_TIMEOUT
+    )
     app.extensions["profile_poke"] = Services(
         store=store,
         provider=provider,
-        access_tokens=access_token_validator(config, provider, profile),
+        access_tokens=access_tokens,
         login_client=login_client,
         session_tokens=session_tokens,
-        browser_sessions=BrowserSessions(
-            session_tokens,
-            store.token_sets,
-            store.session_index,
+        browser_sessions=browser_sessions,
+        guard=Guard(access_tokens, session_tokens, store.profiles, session_cookie=config.SESSION_COOKIE_NAME),
+        sign_in=SignIn(
             login_client,
+            store.logins,
+            store.profiles,
+            session_tokens,
+            redirect_uri=config.OIDC_REDIRECT_URI,
+            state_ttl=config.LOGIN_STATE_TTL,
+            scopes=config.OIDC_SCOPES,
+            exchange_redirect_uris=config.EXCHANGE_REDIRECT_URIS,
+            post_logout_redirect_uri=config.OIDC_POST_LOGOUT_REDIRECT_URI,
+            session_cookie=config.SESSION_COOKIE_NAME,
             idle_timeout=config.SESSION_IDLE_TIMEOUT,
+        ),
+        backchannel_logout=BackchannelLogout(
+            provider,
+            store.session_index,
+            browser_sessions,
+            client_id=config.OIDC_CLIENT_ID,
+            leeway=config.TOKEN_LEEWAY,
         ),
     )
     app.session_interface = BffSessionInterface(
@@ -142,11 +163,14 @@ def register_blueprints(app: Flask) -> None:
 
 
 def register_rate_limits(app: Flask, config: Config) -> None:
-    """Limit sign-in starts and code exchanges per client address, counted in the app's Redis."""
+    """Limit the views marked `rate_limited` per client address, counted in the app's Redis."""
     init_limiter(
-        app, app.extensions["profile_poke"].store.redis, url=config.REDIS_URL, prefix=config.REDIS_KEY_PREFIX,
-        socket_timeout=config.REDIS_SOCKET_TIMEOUT, limits=RATE_LIMITED,
-    )  # fmt: skip
+        app,
+        app.extensions["profile_poke"].store.redis,
+        url=config.REDIS_URL,
+        prefix=config.REDIS_KEY_PREFIX,
+        socket_timeout=config.REDIS_SOCKET_TIMEOUT,
+    )
 
 
 def configure_proxy(app: Flask, config: Config) -> None:

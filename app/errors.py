@@ -2,18 +2,20 @@
 
 import logging
 import time
+from collections.abc import Callable
+from functools import partial
 
 import redis
 from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
-from .metrics import count_redis_error
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
 USERS_PREFIX = f"{API_PREFIX}/users/"
 REALM = "profile-poke"
 RETRY_AFTER_UNAVAILABLE = "5"
+SESSION_ENDED = "the session has ended; sign in again"
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,13 @@ class InsufficientScope(_BearerError):
 
     def challenge(self) -> str:
         return f'Bearer realm="{REALM}", error="insufficient_scope", scope="{self.scope}"'
+
+
+class SessionEnded(Unauthorized):
+    """The browser session behind a cookie is gone (ended, expired, or its tokens refused)."""
+
+    def __init__(self):
+        super().__init__(SESSION_ENDED)
 
 
 class Forbidden(_BearerError):
@@ -164,15 +173,15 @@ def is_out_of_memory(error: BaseException) -> bool:
     )
 
 
-def handle_redis_down(error: Exception):
-    count_redis_error(error)
+def handle_redis_down(error: Exception, *, count: Callable[[Exception], None]):
+    count(error)
     log.warning("redis unavailable: %s", type(error).__name__)
     return _unavailable("the service's storage is unavailable")
 
 
-def handle_redis_refusal(error: redis.ResponseError):
+def handle_redis_refusal(error: redis.ResponseError, *, count: Callable[[Exception], None]):
     if is_out_of_memory(error):
-        count_redis_error(error)
+        count(error)
         log.warning("redis refused a write: out of memory")
         return _unavailable("the service's storage is full; try again later")
     return handle_unexpected(error)
@@ -198,12 +207,12 @@ def _unavailable(message: str):
     return handle_api_error(Unavailable(message))
 
 
-def handle_http_error(error: HTTPException):
+def handle_http_error(error: HTTPException, *, count: Callable[[Exception], None]):
     # A failure while Flask-Session opens or saves a session arrives wrapped in a 500.
     if isinstance(getattr(error, "original_exception", None), REDIS_DOWN):
-        return handle_redis_down(error.original_exception)
+        return handle_redis_down(error.original_exception, count=count)
     if is_out_of_memory(getattr(error, "original_exception", None)):
-        return handle_redis_refusal(error.original_exception)
+        return handle_redis_refusal(error.original_exception, count=count)
     if not request.path.startswith((API_PREFIX, AUTH_PREFIX)):
         return error
     if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:
@@ -221,16 +230,17 @@ def handle_unexpected(error: Exception):
     return _envelope(500, "internal_error", "something went wrong")
 
 
-def register_error_handlers(app: Flask) -> None:
+def register_error_handlers(app: Flask, *, count_redis_error: Callable[[Exception], None]) -> None:
+    """Every exception to its response; `count_redis_error` hears of each Redis failure answered 503."""
     app.register_error_handler(ApiError, handle_api_error)
     app.register_error_handler(UnknownUser, handle_unknown_user)
     app.register_error_handler(BadLogoutToken, handle_bad_logout_token)
     app.register_error_handler(PokeFailed, handle_poke_failed)
     app.register_error_handler(LoginFailed, handle_login_failed)
     for exception in REDIS_DOWN:
-        app.register_error_handler(exception, handle_redis_down)
-    app.register_error_handler(redis.ResponseError, handle_redis_refusal)
+        app.register_error_handler(exception, partial(handle_redis_down, count=count_redis_error))
+    app.register_error_handler(redis.ResponseError, partial(handle_redis_refusal, count=count_redis_error))
     app.register_error_handler(ProviderUnavailable, handle_provider_down)
     app.register_error_handler(RateLimitExceeded, handle_rate_limited)
-    app.register_error_handler(HTTPException, handle_http_error)
+    app.register_error_handler(HTTPException, partial(handle_http_error, count=count_redis_error))
     app.register_error_handler(Exception, handle_unexpected)

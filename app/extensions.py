@@ -1,11 +1,8 @@
-"""The app's long-lived collaborators: one Redis client, the provider, token checks, the login client
-and the session tokens."""
-
-from __future__ import annotations
+"""The app's long-lived collaborators, built by create_app and reached by the views through the app:
+one Redis client, the provider, token checks, the login client, the sessions, and the rate limiter."""
 
 from dataclasses import dataclass
 from functools import wraps
-from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -16,12 +13,16 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-if TYPE_CHECKING:  # only names for the types: app.metrics reads services() and the login client imports it
-    from .auth.browser_sessions import BrowserSessions
-    from .auth.oidc import LoginClient
-    from .auth.session_tokens import SessionTokens
-    from .store import Store
-    from .tokens import AccessTokens, IntrospectedTokens, Provider
+from .api.guard import Guard
+from .auth.backchannel import BackchannelLogout
+from .auth.browser_sessions import BrowserSessions
+from .auth.flow import SignIn
+from .auth.oidc import LoginClient
+from .auth.session_tokens import SessionTokens
+from .store import Store
+from .tokens import AccessTokens, IntrospectedTokens, Provider
+
+RATE_LIMIT_SETTING = "rate_limit_setting"  # the attribute a rate-limited view carries
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Services:
     login_client: LoginClient
     session_tokens: SessionTokens
     browser_sessions: BrowserSessions
+    guard: Guard
+    sign_in: SignIn
+    backchannel_logout: BackchannelLogout
 
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
@@ -59,10 +63,26 @@ def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
     )
 
 
-def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float, limits: dict[str, str]) -> None:
+def rate_limited(setting: str):
+    """Limit the view per client address to what the configuration value `setting` says (such as
+    RATE_LIMIT_LOGIN); init_limiter finds every view so marked."""
+
+    def mark(view):
+        setattr(view, RATE_LIMIT_SETTING, setting)
+        return view
+
+    return mark
+
+
+def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float) -> None:
     """A rate limiter of this app's own on the same Redis as everything else (its keys under `prefix`),
-    counting per client address, for each endpoint of `limits` (endpoint -> the setting with its limit).
+    counting per client address, for each view marked `rate_limited`.
     One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
+    limits = {
+        endpoint: getattr(view, RATE_LIMIT_SETTING)
+        for endpoint, view in app.view_functions.items()
+        if hasattr(view, RATE_LIMIT_SETTING)
+    }
     options = {"key_prefix": f"{prefix}limits"}
     parts = urlsplit(url)
     if parts.scheme in CLUSTER_SCHEMES:

@@ -9,6 +9,7 @@ outcomes: never a username, a token or a raw path. Without METRICS_TOKEN nothing
 import hmac
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import redis
@@ -18,8 +19,6 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-from .extensions import services
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 NO_STORE = {"Cache-Control": "no-store"}
@@ -42,12 +41,14 @@ _enabled = False
 _series: dict[tuple, object] = {}  # (metric, labels) -> child: .labels() takes a lock on every call
 
 
-def init_metrics(app: Flask) -> None:
-    """Count requests and serve /metrics, when the app has a METRICS_TOKEN."""
+def init_metrics(app: Flask, *, active_sessions: Callable[[], int]) -> None:
+    """Count requests and serve /metrics, when the app has a METRICS_TOKEN; `active_sessions` counts
+    the live browser sessions at scrape time."""
     global _enabled
     if not app.config.get("METRICS_TOKEN"):
         return
     _enabled = True
+    app.extensions["metrics_sessions"] = _SessionsRegistry(active_sessions)
     app.register_blueprint(bp)
     app.after_request(_count_request)
 
@@ -114,7 +115,7 @@ class poke_observed:  # lower case: used like a function, `with poke_observed():
 
 def _poke_outcome(error: Exception) -> str:
     # A PokeFailed names its outcome, and an ApiError (a disabled account) has a code. Read by attribute:
-    # app.errors counts Redis errors here, so this module cannot import it.
+    # this module is below app.errors and imports nothing of the app's.
     return getattr(error, "outcome", None) or ("denied" if hasattr(error, "code") else "error")
 
 
@@ -124,7 +125,7 @@ def metrics():
     if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected):
         return Response("unauthorized\n", 401, {**NO_STORE, "WWW-Authenticate": 'Bearer realm="metrics"'},
                         content_type="text/plain")  # fmt: skip
-    body = generate_latest(_registry()) + generate_latest(_SessionsRegistry())
+    body = generate_latest(_registry()) + generate_latest(current_app.extensions["metrics_sessions"])
     return Response(body, 200, NO_STORE, content_type=CONTENT_TYPE_LATEST)
 
 
@@ -139,9 +140,12 @@ def _registry():
 class _SessionsRegistry:
     """The active-session gauge, read from Redis at scrape time (one cheap round trip)."""
 
+    def __init__(self, active_sessions: Callable[[], int]):
+        self._active_sessions = active_sessions
+
     def collect(self):
         try:
-            active = services().store.token_sets.count_active()
+            active = self._active_sessions()
         except redis.RedisError as error:
             count_redis_error(error)
             return

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, request
 
+from .errors import Forbidden
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
 PRIVATE_PREFIXES = (f"{AUTH_PREFIX}/", f"{API_PREFIX}/")
@@ -13,11 +14,18 @@ HSTS = "max-age=63072000; includeSubDomains"
 # Cookie-authenticated calls that read or change state must carry this header with the value 1:
 # a cross-site page cannot set it without a CORS preflight, which this app never grants.
 CSRF_HEADER = "X-CSRF"
+COOKIE_GATE = f"cookie-authenticated calls need the header {CSRF_HEADER}: 1"
 
 
 def sent_csrf_header(headers: Mapping[str, str]) -> bool:
     """Whether a request's headers carry `X-CSRF: 1`, the proof that a same-origin script sent it."""
     return headers.get(CSRF_HEADER) == "1"
+
+
+def require_csrf_header(headers: Mapping[str, str]) -> None:
+    """The one gate for cookie-authenticated calls: 403 forbidden without `X-CSRF: 1`."""
+    if not sent_csrf_header(headers):
+        raise Forbidden(COOKIE_GATE)
 
 
 def _content_security_policy(issuer: str) -> str:

@@ -16,7 +16,14 @@ from .schemas import (
     PokeResultSchema,
     PublicProfileSchema,
 )
-from .scopes import poke_scope, profile_scope
+from .scopes import declared_scope
+
+# The view behind each operation: its declared scope (app.api.scopes) is the operation's security.
+OPERATIONS = {
+    ("/users/{username}", "get"): "api.public_profile",
+    ("/me/profile", "get"): "api.own_profile",
+    ("/pokes", "post"): "api.create_poke",
+}
 
 _ERROR = {"application/json": {"schema": "ErrorEnvelope"}}
 _POKE_RESULT = {"application/json": {"schema": "PokeResult"}}
@@ -41,14 +48,18 @@ _COMMON = {
 }
 
 
-def _paths(profile_scope: str, poke_scope: str) -> dict:
-    user = [{"bearer": [profile_scope]}, {"session": []}]
-    return {
+def _security(scope: str | None) -> list[dict]:
+    """A public operation takes no credentials or any bearer token; a protected one a token with its
+    scope, or the session cookie."""
+    return [{}, {"bearer": []}] if scope is None else [{"bearer": [scope]}, {"session": []}]
+
+
+def _paths(scopes: dict[tuple[str, str], str | None]) -> dict:
+    paths = {
         "/users/{username}": {
             "get": {
                 "summary": "A user's public profile",
                 "parameters": [{"name": "username", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "security": [{}, {"bearer": []}],
                 "responses": {
                     "200": {
                         "description": "the public profile",
@@ -63,7 +74,6 @@ def _paths(profile_scope: str, poke_scope: str) -> dict:
         "/me/profile": {
             "get": {
                 "summary": "The signed-in user's own profile",
-                "security": user,
                 "responses": {
                     "200": {
                         "description": "own profile",
@@ -76,7 +86,6 @@ def _paths(profile_scope: str, poke_scope: str) -> dict:
         "/pokes": {
             "post": {
                 "summary": "Poke another user (once per target per 24 hours)",
-                "security": [{"bearer": [poke_scope]}, {"session": []}],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": "PokeRequest"}}},
                 "responses": {
                     "200": {"description": "poked", "content": _POKE_RESULT},
@@ -92,10 +101,13 @@ def _paths(profile_scope: str, poke_scope: str) -> dict:
             }
         },
     }
+    for (path, method), scope in scopes.items():
+        paths[path][method]["security"] = _security(scope)
+    return paths
 
 
 @cache
-def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str) -> dict:
+def _document(issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str], str | None], ...]) -> dict:
     spec = APISpec(
         title="Profile & Poke API",
         version="1.0.0",
@@ -116,7 +128,7 @@ def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str
         {
             "type": "openIdConnect",
             "openIdConnectUrl": discovery_url(issuer),
-            "description": f"access token with `{profile_scope}` and/or `{poke_scope}`, "
+            "description": f"access token with {' and/or '.join(f'`{scope}`' for _, scope in scopes if scope)}, "
             "issued to a login client (Authorization Code + PKCE)",
         },
     )
@@ -129,12 +141,13 @@ def _document(issuer: str, cookie_name: str, profile_scope: str, poke_scope: str
             "description": f"same-origin browser session; every call also needs the header {CSRF_HEADER}: 1",
         },
     )
-    for path, operations in _paths(profile_scope, poke_scope).items():
+    for path, operations in _paths(dict(scopes)).items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
 
 
-def openapi_document() -> dict:
-    """The document for this app's issuer and scopes (built once per process)."""
+def openapi_document(view_functions: dict) -> dict:
+    """The document for this app's issuer and the scopes its views declare (built once per process)."""
     config = current_app.config
-    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], profile_scope(), poke_scope())
+    scopes = tuple((operation, declared_scope(view_functions[endpoint])) for operation, endpoint in OPERATIONS.items())
+    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], scopes)

@@ -6,7 +6,7 @@ from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import PokeFailed
-from ..extensions import services
+from ..store import Store
 from ..store.pokes import PokeResult
 from ..store.profiles import normalize_username
 from .guard import require_enabled
@@ -37,13 +37,12 @@ def read_poke_target() -> str:
         raise PokeFailed(str(error)) from None
 
 
-def poke(*, poker: str) -> None:
+def poke(store: Store, *, poker: str) -> None:
     """Poke the user the request body names on behalf of `poker`, or raise saying why not.
 
     The poker's account is read in the same round trip as the poke is decided; every refusal still
-    follows the contract's order (app.api.guard.authorize: a disabled account hears 403 before
+    follows the contract's order (app.api.guard.Guard.authorize: a disabled account hears 403 before
     anything about its body), so a poke decided for a disabled poker is withdrawn."""
-    store = services().store
     try:
         target = read_poke_target()
         username = normalize_username(target)

@@ -1,17 +1,18 @@
 """The /api/v1 routes: thin views over the guard, the store and the poke rules."""
 
-from flask import Blueprint, jsonify
+from functools import wraps
+
+from flask import Blueprint, current_app, jsonify
 
 from ..errors import UnknownUser
 from ..extensions import services
 from ..metrics import poke_observed
 from ..prefixes import API_PREFIX
 from ..store.profiles import normalize_username
-from .guard import current_user, current_username, optional_principal
 from .openapi import openapi_document
 from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
-from .scopes import poke_scope, profile_scope
+from .scopes import declare_scope, declared_scope
 
 bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
@@ -21,9 +22,23 @@ PUBLIC_PROFILE = PublicProfileSchema()
 OWN_PROFILE = OwnProfileEnvelopeSchema()
 
 
+def for_user_with_scope(setting: str):
+    """The view serves a user whose credential carries the scope the setting `setting` names; it is
+    called with the Caller. The OpenAPI document reads the same declaration."""
+
+    def decorate(view):
+        @wraps(view)
+        def guarded(**kwargs):
+            return view(services().guard.authorize(declared_scope(guarded)), **kwargs)
+
+        return declare_scope(guarded, setting)
+
+    return decorate
+
+
 @bp.get("/users/<path:username>")
 def public_profile(username: str):
-    optional_principal()
+    services().guard.optional_principal()
     normalized = normalize_username(username)
     profile = services().store.profiles.get_public(normalized) if normalized else None
     if profile is None or profile.disabled:
@@ -32,19 +47,20 @@ def public_profile(username: str):
 
 
 @bp.get("/me/profile")
-def own_profile():
-    profile = current_user(profile_scope())
+@for_user_with_scope("PROFILE_SCOPE")
+def own_profile(caller):
+    profile = services().guard.enabled_profile(caller)
     return OWN_PROFILE.dump({"data": profile}), 200, PRIVATE
 
 
 @bp.post("/pokes")
-def create_poke():
-    poker = current_username(poke_scope())
+@for_user_with_scope("POKE_SCOPE")
+def create_poke(caller):
     with poke_observed():
-        poke(poker=poker)
+        poke(services().store, poker=caller.username)
     return {"success": True}, 200, PRIVATE
 
 
 @bp.get("/openapi.json")
 def openapi():
-    return jsonify(openapi_document())
+    return jsonify(openapi_document(current_app.view_functions))

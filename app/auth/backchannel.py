@@ -1,17 +1,46 @@
-"""OpenID Connect Back-Channel Logout 1.0: the provider's `logout_token` ends our sessions of that
-provider session (`sid`) or, without one, of that user (`sub`)."""
+"""OpenID Connect Back-Channel Logout 1.0: the provider's `logout_token`, accepted once, ends our
+sessions of that provider session (`sid`) or, without one, of that user (`sub`)."""
 
 import time
 
 from ..errors import BadLogoutToken
-from ..tokens.signatures import BadToken, is_number, signed_claims
+from ..store.session_index import SessionIndex
+from ..tokens.provider import Provider
+from ..tokens.signatures import BadToken, audiences_of, is_number, signed_claims
+from .browser_sessions import BrowserSessions
 
 BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 MAX_AGE = 300  # seconds a logout token is accepted after its iat; its jti is kept that long plus the leeway
 LOGOUT_TYPES = {"logout+jwt", "application/logout+jwt"}
 
 
-def logout_token_claims(provider, token, *, client_id: str, leeway: int) -> dict:
+class BackchannelLogout:
+    """What POST /auth/backchannel-logout does: check the token, accept its `jti` once, end the sessions."""
+
+    def __init__(
+        self, provider: Provider, index: SessionIndex, browser_sessions: BrowserSessions, *, client_id: str, leeway: int
+    ):
+        self._provider = provider
+        self._index = index
+        self._browser_sessions = browser_sessions
+        self._client_id = client_id
+        self._leeway = leeway
+
+    def accept(self, token) -> None:
+        """End the sessions a valid, unused logout token names; BadLogoutToken otherwise."""
+        claims = logout_token_claims(self._provider, token, client_id=self._client_id, leeway=self._leeway)
+        # Remembered as long as the token can be accepted: an iat up to `leeway` ahead adds to MAX_AGE.
+        if not self._index.first_use_of_logout_token(claims["jti"], MAX_AGE + self._leeway):
+            raise BadLogoutToken("this logout token was already used")
+        try:
+            self._browser_sessions.end_for_logout_token(claims)
+        except Exception:
+            # Sessions may still be alive: the provider's retry of this same token must be accepted.
+            self._index.forget_logout_token(claims["jti"])
+            raise
+
+
+def logout_token_claims(provider: Provider, token, *, client_id: str, leeway: int) -> dict:
     """The claims of a valid logout token for `client_id`; BadLogoutToken otherwise."""
     if not isinstance(token, str) or not token:
         raise BadLogoutToken("logout_token is missing")
@@ -30,12 +59,10 @@ def logout_token_claims(provider, token, *, client_id: str, leeway: int) -> dict
 
 def _claims_problem(claims: dict, issuer: str, client_id: str, leeway: int) -> str | None:
     now = time.time()
-    audience = claims.get("aud")
-    audiences = audience if isinstance(audience, list) else [audience]
     events = claims.get("events")
     if claims.get("iss") != issuer:
         return "wrong issuer"
-    if client_id not in audiences:
+    if client_id not in audiences_of(claims):
         return "not issued to this client"
     if not is_number(claims.get("iat")) or claims["iat"] > now + leeway:
         return "missing or future iat"

@@ -13,9 +13,11 @@ from urllib.parse import urlsplit
 from flask import current_app, request, session
 
 from ..errors import LoginFailed, Unauthorized
-from ..extensions import services
-from ..store.profiles import NoProfile, SubjectClash, UnusableUsername
+from ..store.logins import PendingLogins
+from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
+from .oidc import LoginClient
+from .session_tokens import SessionTokens
 from .user_agents import user_agent_label
 
 OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
@@ -43,139 +45,156 @@ def new_login_binding() -> str:
     return secrets.token_urlsafe(32)
 
 
-def begin_login(*, return_to: str, binding: str) -> str:
-    """Remember a new pending sign-in and return the provider URL that starts it."""
-    config = current_app.config
-    state = f"{_digest('browser:' + binding)[:16]}.{secrets.token_urlsafe(32)}"
-    nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(64)
-    url = services().login_client.authorization_url(
-        redirect_uri=config["OIDC_REDIRECT_URI"], state=state, nonce=nonce, verifier=verifier
-    )
-    pending = {
-        "verifier": verifier,
-        "nonce": nonce,
-        "return_to": return_to,
-        "binding": _digest(binding),
-        "redirect_uri": config["OIDC_REDIRECT_URI"],
-    }
-    services().store.logins.save(state, pending, config["LOGIN_STATE_TTL"])
-    return url
+class SignIn:
+    """One app's browser sign-in: its login client, pending sign-ins, profiles, session tokens and settings."""
 
+    def __init__(
+        self,
+        login_client: LoginClient,
+        logins: PendingLogins,
+        profiles: Profiles,
+        session_tokens: SessionTokens,
+        *,
+        redirect_uri: str,
+        state_ttl: int,
+        scopes: str,
+        exchange_redirect_uris: list[str],
+        post_logout_redirect_uri: str,
+        session_cookie: str,
+        idle_timeout: int,
+    ):
+        self._client = login_client
+        self._logins = logins
+        self._profiles = profiles
+        self._session_tokens = session_tokens
+        self._redirect_uri = redirect_uri
+        self._state_ttl = state_ttl
+        # Every scope the app asked for beyond OpenID Connect's own must have been granted.
+        self._required_scopes = set(scopes.split()) - OIDC_SCOPES
+        self._exchange_redirect_uris = exchange_redirect_uris
+        self._post_logout_redirect_uri = post_logout_redirect_uri
+        self._session_cookie = session_cookie
+        self._idle_timeout = idle_timeout
 
-def finish_login(args, binding: str | None) -> str:
-    """Complete a sign-in from the provider's redirect; return where the browser goes next."""
-    state = args.get("state")
-    pending = services().store.logins.take(state) if state and STATE.fullmatch(state) else None
-    ours = pending is not None and bool(binding) and hmac.compare_digest(_digest(binding), pending["binding"])
-    if "error" in args and not ours:
-        # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
-        raise LoginFailed("the sign-in did not complete; please sign in again")
-    if pending is None:
-        raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
-    if not ours:
-        raise LoginFailed("this sign-in was started in another browser; please sign in again")
-    _check_response_issuer(args.get("iss"))
-    if "error" in args:
-        error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
-        description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
-        raise LoginFailed(f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "))
-    if not args.get("code"):
-        raise LoginFailed("the sign-in response has no code")
-    response = services().login_client.exchange(
-        code=args["code"], verifier=pending["verifier"], redirect_uri=pending["redirect_uri"]
-    )
-    establish_session(response, nonce=pending["nonce"])
-    return pending["return_to"]
+    def begin(self, *, return_to: str, binding: str) -> str:
+        """Remember a new pending sign-in and return the provider URL that starts it."""
+        state = f"{_digest('browser:' + binding)[:16]}.{secrets.token_urlsafe(32)}"
+        nonce, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(64)
+        url = self._client.authorization_url(
+            redirect_uri=self._redirect_uri, state=state, nonce=nonce, verifier=verifier
+        )
+        pending = {
+            "verifier": verifier,
+            "nonce": nonce,
+            "return_to": return_to,
+            "binding": _digest(binding),
+            "redirect_uri": self._redirect_uri,
+        }
+        self._logins.save(state, pending, self._state_ttl)
+        return url
 
+    def finish(self, args, binding: str | None) -> str:
+        """Complete a sign-in from the provider's redirect; return where the browser goes next."""
+        state = args.get("state")
+        pending = self._logins.take(state) if state and STATE.fullmatch(state) else None
+        ours = pending is not None and bool(binding) and hmac.compare_digest(_digest(binding), pending["binding"])
+        if "error" in args and not ours:
+            # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
+            raise LoginFailed("the sign-in did not complete; please sign in again")
+        if pending is None:
+            raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
+        if not ours:
+            raise LoginFailed("this sign-in was started in another browser; please sign in again")
+        self._check_response_issuer(args.get("iss"))
+        if "error" in args:
+            error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
+            description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
+            raise LoginFailed(f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "))
+        if not args.get("code"):
+            raise LoginFailed("the sign-in response has no code")
+        response = self._client.exchange(
+            code=args["code"], verifier=pending["verifier"], redirect_uri=pending["redirect_uri"]
+        )
+        self._establish_session(response, nonce=pending["nonce"])
+        return pending["return_to"]
 
-def _check_response_issuer(iss) -> None:
-    """RFC 9207: `iss` must name our issuer when sent, and must be sent when discovery promises it."""
-    provider = services().provider
-    promised = provider.metadata().get("authorization_response_iss_parameter_supported") is True
-    if iss is None and promised:
-        raise LoginFailed("the sign-in response has no iss, which the identity provider promises")
-    if iss is not None and iss != provider.issuer:
-        raise LoginFailed("the sign-in response came from another issuer")
+    def _check_response_issuer(self, iss) -> None:
+        """RFC 9207: `iss` must name our issuer when sent, and must be sent when discovery promises it."""
+        provider = self._client.provider
+        promised = provider.metadata().get("authorization_response_iss_parameter_supported") is True
+        if iss is None and promised:
+            raise LoginFailed("the sign-in response has no iss, which the identity provider promises")
+        if iss is not None and iss != provider.issuer:
+            raise LoginFailed("the sign-in response came from another issuer")
 
+    def exchange(self, *, code: str, code_verifier: str, redirect_uri: str, nonce: str | None) -> None:
+        """Sign in with a code obtained by a same-origin page that ran the authorization request itself."""
+        if redirect_uri not in self._exchange_redirect_uris:
+            raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request")
+        response = self._client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
+        self._establish_session(response, nonce=nonce)
 
-def exchange_code(*, code: str, code_verifier: str, redirect_uri: str, nonce: str | None) -> None:
-    """Sign in with a code obtained by a same-origin page that ran the authorization request itself."""
-    if redirect_uri not in current_app.config["EXCHANGE_REDIRECT_URIS"]:
-        raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request")
-    response = services().login_client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
-    establish_session(response, nonce=nonce)
+    def _establish_session(self, response: dict, *, nonce: str | None) -> None:
+        """Check a token response, link the profile and start a fresh session holding the tokens."""
+        claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce)
+        granted = set(str(response.get("scope", "")).split())
+        missing = sorted(self._required_scopes - granted)
+        if missing:
+            raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
+        identity = signed_in_identity(claims, self._client.profile)
+        if not identity.subject:
+            raise LoginFailed("the ID token names no subject this app can link", 502)
+        try:
+            profile = self._profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
+        except SubjectClash as clash:
+            log.warning("refused subject link at sign-in: %s", clash.log_line())
+            raise LoginFailed(clash.message, 403) from None
+        except UnusableUsername as error:
+            raise LoginFailed(str(error), 403) from None
+        except NoProfile:
+            raise LoginFailed("this account has no username to make a profile from", 403) from None
+        if profile.disabled:
+            raise LoginFailed("this account is disabled", 403)
+        self._end_current_session()
+        current_app.session_interface.regenerate(session)
+        session.clear()
+        record = self._session_tokens.start(
+            session.sid, username=profile.username, sub=claims["sub"], response=response,
+            provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
+            user_agent=user_agent_label(request.headers.get("User-Agent")),
+        )  # fmt: skip
+        session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
 
+    def session_info(self) -> dict:
+        """Who is signed in, with which scopes, and until when; never a token."""
+        try:
+            record = self._session_tokens.current(session.sid) if session else None
+        except Unauthorized:
+            record = None
+        if record is None:
+            return {"authenticated": False}
+        return {
+            "authenticated": True,
+            "user": record["user"],
+            "scopes": sorted(record["scope"].split()),
+            "expires_at": int(record["ends"]),
+            "idle_timeout": self._idle_timeout,
+        }
 
-def establish_session(response: dict, *, nonce: str | None) -> None:
-    """Check a token response, link the profile and start a fresh session holding the tokens."""
-    claims = services().login_client.verify_id_token(response.get("id_token"), nonce=nonce)
-    granted = set(str(response.get("scope", "")).split())
-    missing = sorted(_required_scopes() - granted)
-    if missing:
-        raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
-    identity = signed_in_identity(claims, services().login_client.profile)
-    if not identity.subject:
-        raise LoginFailed("the ID token names no subject this app can link", 502)
-    try:
-        profile = services().store.profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
-    except SubjectClash as clash:
-        log.warning("refused subject link at sign-in: %s", clash.log_line())
-        raise LoginFailed(clash.message, 403) from None
-    except UnusableUsername as error:
-        raise LoginFailed(str(error), 403) from None
-    except NoProfile:
-        raise LoginFailed("this account has no username to make a profile from", 403) from None
-    if profile.disabled:
-        raise LoginFailed("this account is disabled", 403)
-    _end_current_session()
-    current_app.session_interface.regenerate(session)
-    session.clear()
-    record = services().session_tokens.start(
-        session.sid, username=profile.username, sub=claims["sub"], response=response,
-        provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
-        user_agent=user_agent_label(request.headers.get("User-Agent")),
-    )  # fmt: skip
-    session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
+    def sign_out(self) -> str:
+        """End the session here, revoke its refresh token, and return the provider's logout URL."""
+        record = self._end_current_session()
+        session.clear()
+        if record and record.get("refresh_token"):
+            self._client.revoke(record["refresh_token"])
+        return self._client.end_session_url(
+            id_token=record.get("id_token") if record else None,
+            post_logout_redirect_uri=self._post_logout_redirect_uri,
+        )
 
-
-def session_info() -> dict:
-    """Who is signed in, with which scopes, and until when; never a token."""
-    try:
-        record = services().session_tokens.current(session.sid) if session else None
-    except Unauthorized:
-        record = None
-    if record is None:
-        return {"authenticated": False}
-    return {
-        "authenticated": True,
-        "user": record["user"],
-        "scopes": sorted(record["scope"].split()),
-        "expires_at": int(record["ends"]),
-        "idle_timeout": current_app.config["SESSION_IDLE_TIMEOUT"],
-    }
-
-
-def sign_out() -> str:
-    """End the session here, revoke its refresh token, and return the provider's logout URL."""
-    record = _end_current_session()
-    session.clear()
-    client = services().login_client
-    if record and record.get("refresh_token"):
-        client.revoke(record["refresh_token"])
-    return client.end_session_url(
-        id_token=record.get("id_token") if record else None,
-        post_logout_redirect_uri=current_app.config["OIDC_POST_LOGOUT_REDIRECT_URI"],
-    )
-
-
-def _end_current_session() -> dict | None:
-    cookie = request.cookies.get(current_app.config["SESSION_COOKIE_NAME"])
-    return services().session_tokens.end(cookie) if cookie else None
-
-
-def _required_scopes() -> set[str]:
-    # Every scope the app asked for beyond OpenID Connect's own must have been granted.
-    return set(current_app.config["OIDC_SCOPES"].split()) - OIDC_SCOPES
+    def _end_current_session(self) -> dict | None:
+        cookie = request.cookies.get(self._session_cookie)
+        return self._session_tokens.end(cookie) if cookie else None
 
 
 def _digest(value: str) -> str:

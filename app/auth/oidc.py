@@ -15,7 +15,7 @@ from ..errors import LoginFailed, ProviderUnavailable
 from ..metrics import provider_call
 from ..tokens.provider import Provider
 from ..tokens.provider_profiles import PROFILES, ProviderProfile
-from ..tokens.signatures import BadToken, is_number, signed_claims
+from ..tokens.signatures import BadToken, audiences_of, is_number, signed_claims
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +208,7 @@ class LoginClient:
 
     def _id_token_problem(self, claims: dict, nonce: str | None) -> str | None:
         now = time.time()
-        audience = claims.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
+        audiences = audiences_of(claims)
         if claims.get("iss") != self.provider.issuer:
             return "wrong issuer"
         if self.client_id not in audiences:

@@ -1,9 +1,5 @@
-"""The tokens behind browser sessions: created at sign-in, read per request, refreshed by one
-request at a time per session (across every worker and instance), removed at sign-out.
-
-Why it is safe: a refresh holds the session's lock for longer than the refresh HTTP call may take,
-and writes its result only by compare-and-set on the version it read, so even a lock that expired
-could never put an older refresh token over a newer one.
+"""The tokens behind browser sessions: created at sign-in, read per request, refreshed near expiry
+(app.auth.refresh: one request at a time per session), removed at sign-out.
 
 At rest the three tokens are sealed (app.auth.sealing) under a key only the cookie opens; the rest of
 the record (user, times, version) stays readable for the compare-and-set and "your sessions". A
@@ -15,18 +11,16 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from ..errors import LoginFailed, ProviderUnavailable, Unauthorized, Unavailable
+from ..errors import SessionEnded
 from ..store.profiles import Profile
 from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
-from .oidc import LoginClient, RefreshRejected
+from .oidc import LoginClient
+from .refresh import Refresher, needs_refresh, with_response
 from .sealing import Sealer, Unsealable
 from .sessions import session_ref
 
-REFRESH_MARGIN = 60
 IDLE_TOUCH_SLACK_MS = 60_000
-WAIT_STEP = 0.05
-SESSION_ENDED = "the session has ended; sign in again"
 SESSION_USERS_CACHED = 100_000
 
 log = logging.getLogger(__name__)
@@ -59,16 +53,21 @@ class SessionTokens:
         users_cached: int = SESSION_USERS_CACHED,
     ):
         self._token_sets = token_sets
-        self._login_client = login_client
         self._index = index
         self._secret_key = secret_key
         self._fallbacks = tuple(secret_key_fallbacks)
         self._sealer = Sealer(secret_key, list(secret_key_fallbacks))
         self._idle_timeout = idle_timeout
         self._max_age = max_age
-        # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
-        self._lock_ms = int((2 * idp_timeout + 5) * 1000)
-        self._refresh_wait = 2 * idp_timeout + 1 if refresh_wait is None else refresh_wait
+        self._refresher = Refresher(
+            token_sets,
+            login_client,
+            load=lambda sid, ref: self._load(sid, ref)[0],
+            seal=self._sealer.seal_record,
+            # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
+            lock_ms=int((2 * idp_timeout + 5) * 1000),
+            wait=2 * idp_timeout + 1 if refresh_wait is None else refresh_wait,
+        )
         self._users_cached = users_cached
         # A session's user never changes (a new sign-in gets a new session), so a process may keep it.
         self._session_users: dict[str, str] = {}
@@ -92,7 +91,7 @@ class SessionTokens:
             "user_agent": user_agent,
             "provider_sid": provider_sid,  # kept so a SECRET_KEY rotation can re-index the session
         }
-        record = _with_response(base, response, now)
+        record = with_response(base, response, now)
         ref = self._ref(sid)
         self._token_sets.create(ref, self._sealer.seal_record(sid, record), self._ttl_ms(record, now))
         entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
@@ -110,7 +109,7 @@ class SessionTokens:
         return record
 
     def current(self, sid: str) -> dict:
-        """The live token set of session `sid`, its idle expiry pushed back; Unauthorized without one."""
+        """The live token set of session `sid`, its idle expiry pushed back; SessionEnded without one."""
         return self._current(sid, self._ref(sid))
 
     def revocable_refresh_token(self, ref: str) -> str | None:
@@ -136,7 +135,7 @@ class SessionTokens:
     def credential_for_cookie(self, cookie: str) -> SessionCredential:
         """A usable access token for the session the cookie names, refreshed when near expiry, with the
         user's profile read in the same round trip when this process already knows the session's user;
-        Unauthorized when the session has ended, Unavailable when a refresh by another request lasts."""
+        SessionEnded when the session has ended, Unavailable when a refresh by another request lasts."""
         ref = self._ref(cookie)
         username = self._session_users.get(ref)
         profile = None
@@ -150,8 +149,8 @@ class SessionTokens:
             self.migrate(cookie)
             record, ttl_ms = self._load(cookie, ref)
         record = self._live(ref, record, ttl_ms)
-        if record["expires_at"] - time.time() < REFRESH_MARGIN:
-            record = self._refreshed(cookie, ref, record)
+        if needs_refresh(record):
+            record = self._refresher.refreshed(cookie, ref, record)
         return SessionCredential(record["access_token"], profile)
 
     def _ref(self, sid: str) -> str:
@@ -181,94 +180,17 @@ class SessionTokens:
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
         if record is None:
-            raise Unauthorized(SESSION_ENDED)
+            raise SessionEnded()
         self._remember_user(ref, record["user"])
         now = time.time()
         if now >= record["ends"]:
             self._token_sets.delete(ref)
-            raise Unauthorized(SESSION_ENDED)
+            raise SessionEnded()
         wanted_ms = self._ttl_ms(record, now)
         # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
         if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
             self._token_sets.extend(ref, wanted_ms)
         return record
-
-    def _refreshed(self, sid: str, ref: str, record: dict) -> dict:
-        try:
-            self._login_client.discover()  # any discovery fetch happens now, not while holding the lock
-        except ProviderUnavailable:
-            if _still_valid(record):
-                return record
-            raise
-        # Not redis-py's Lock: a waiter waits for the token set's version to change, not for the lock
-        # to come free (Lock's blocking acquire), and correctness rests on replace()'s compare-and-set,
-        # so SET NX PX and a compare-and-delete are all this lock needs.
-        owner = secrets.token_hex(16)
-        if self._token_sets.lock(ref, owner, self._lock_ms):
-            try:
-                return self._refresh_locked(sid, ref)
-            finally:
-                self._token_sets.unlock(ref, owner)
-        if _still_valid(record):
-            return record
-        return self._wait_for_refresh(sid, ref, record["v"])
-
-    def _wait_for_refresh(self, sid: str, ref: str, version: int) -> dict:
-        deadline = time.monotonic() + self._refresh_wait
-        while time.monotonic() < deadline:
-            time.sleep(WAIT_STEP)
-            latest, _ = self._load(sid, ref)
-            if latest is None:
-                raise Unauthorized(SESSION_ENDED)
-            if latest["v"] != version:
-                return latest
-        raise Unavailable("the session's tokens are being refreshed; try again")
-
-    def _refresh_locked(self, sid: str, ref: str) -> dict:
-        latest, _ = self._load(sid, ref)
-        if latest is None:
-            raise Unauthorized(SESSION_ENDED)
-        if latest["expires_at"] - time.time() >= REFRESH_MARGIN:
-            return latest  # another request refreshed while we waited for the lock
-        if not latest.get("refresh_token"):
-            self._token_sets.delete(ref)
-            raise Unauthorized(SESSION_ENDED)
-        try:
-            response = self._login_client.refresh(latest["refresh_token"])
-        except RefreshRejected:
-            # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
-            if self._token_sets.end_if_version(ref, latest["v"]):
-                raise Unauthorized(SESSION_ENDED) from None
-            return self._stored_after_race(sid, ref)
-        except ProviderUnavailable:
-            if _still_valid(latest):
-                return latest
-            raise
-        if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
-            self._token_sets.end_if_version(ref, latest["v"])
-            raise Unauthorized(SESSION_ENDED)
-        updated = _with_response(latest, response, time.time())
-        if not self._token_sets.replace(ref, latest["v"], self._sealer.seal_record(sid, updated)):
-            return self._stored_after_race(sid, ref)
-        return {**updated, "v": latest["v"] + 1}
-
-    def _same_user(self, id_token: str, sub: str) -> bool:
-        """An ID token from a refresh passes the sign-in checks (no nonce) and names the session's user."""
-        try:
-            claims = self._login_client.verify_id_token(id_token, nonce=None)
-        except LoginFailed as refusal:
-            log.warning("refreshed ID token refused, session ended: %s", refusal.message)
-            return False
-        if claims["sub"] != sub:
-            log.warning("refreshed ID token names another subject, session ended")
-            return False
-        return True
-
-    def _stored_after_race(self, sid: str, ref: str) -> dict:
-        newer, _ = self._load(sid, ref)
-        if newer is None:
-            raise Unauthorized(SESSION_ENDED)
-        return newer
 
     def _remember_user(self, ref: str, username: str) -> None:
         if ref not in self._session_users:
@@ -278,23 +200,3 @@ class SessionTokens:
 
     def _ttl_ms(self, record: dict, now: float) -> int:
         return max(1, int(min(self._idle_timeout, record["ends"] - now) * 1000))
-
-
-def _with_response(record: dict, response: dict, now: float) -> dict:
-    """`record` updated from a token response; the session never outlives the refresh token."""
-    ends = record["ends"]
-    if isinstance(response.get("refresh_expires_in"), int) and response["refresh_expires_in"] > 0:
-        ends = min(ends, now + response["refresh_expires_in"])
-    return {
-        **record,
-        "access_token": response["access_token"],
-        "refresh_token": response.get("refresh_token") or record["refresh_token"],
-        "id_token": response.get("id_token") or record["id_token"],
-        "expires_at": now + int(response.get("expires_in") or 300),
-        "scope": response.get("scope", record["scope"]),
-        "ends": ends,
-    }
-
-
-def _still_valid(record: dict) -> bool:
-    return record["expires_at"] > time.time() + 1

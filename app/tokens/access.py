@@ -11,7 +11,7 @@ from ..errors import InvalidToken
 from .principal import Principal, build_principal
 from .provider import Provider
 from .provider_profiles import CLIENT_ALLOWLIST, PROFILES, ProviderProfile
-from .signatures import BadToken, is_number, signed_claims
+from .signatures import BadToken, audiences_of, is_number, signed_claims
 
 ACCESS_TOKEN_TYPES = {"at+jwt", "application/at+jwt", "jwt"}
 ID_TOKEN_MARKERS = ("at_hash", "c_hash")
@@ -93,9 +93,7 @@ class AccessTokens:
             if claims.get("client_id") not in self._api_clients:
                 raise InvalidToken("the access token is not meant for this API")
             return
-        audience = claims.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        if self._audience not in audiences:
+        if self._audience not in audiences_of(claims):
             raise InvalidToken("the access token is not meant for this API")
 
     def _remember(self, token: str, principal: Principal) -> None:

@@ -13,6 +13,7 @@ from ..metrics import provider_call
 from .principal import Principal, build_principal
 from .provider import Provider
 from .provider_profiles import ProviderProfile
+from .signatures import audiences_of
 
 MAX_TOKEN_BYTES = 8192
 # A 400 carrying one of these is about the token, not an outage (oidc-provider answers
@@ -99,9 +100,7 @@ class IntrospectedTokens:
             raise InvalidToken("the access token is not active")
         if "iss" in answer and answer["iss"] != self._provider.issuer:
             raise InvalidToken("the access token has the wrong issuer")
-        audience = answer.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        if audience is not None and self._audience not in audiences:
+        if answer.get("aud") is not None and self._audience not in audiences_of(answer):
             raise InvalidToken("the access token is not meant for this API")
         if answer.get("token_type") not in (None, "Bearer", "bearer", "access_token"):
             raise InvalidToken("the token is not an access token")

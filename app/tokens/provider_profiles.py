@@ -1,7 +1,7 @@
 """How each identity provider writes its tokens, as data: claim names, app-token markers, audience rule.
 
 One table, read by one principal builder (`principal.py`). Every entry follows that vendor's token
-reference; the README's "Identity providers" section names the documents.
+reference; docs/providers.md names the documents.
 """
 
 from dataclasses import dataclass, replace

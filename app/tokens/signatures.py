@@ -59,6 +59,12 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
     return header, claims
 
 
+def audiences_of(claims: dict) -> list:
+    """The `aud` claim as a list: a single audience may be sent as a bare string (RFC 7519 4.1.3)."""
+    audience = claims.get("aud")
+    return audience if isinstance(audience, list) else [audience]
+
+
 def is_number(value) -> bool:
     """True for JSON numbers (bool excluded), as time claims must be."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -110,7 +110,7 @@ def test_logout_without_csrf_proof_changes_nothing(app, headers):
     response = client.post("/auth/logout", headers=headers)
     assert (response.status_code, response.json["error"]["message"]) == (
         403,
-        f"sign-out needs the header {CSRF_HEADER}: 1 or a same-origin form",
+        f"cookie-authenticated calls need the header {CSRF_HEADER}: 1",
     )
     assert client.get("/auth/session").json["authenticated"] is True
 
@@ -169,7 +169,7 @@ def test_spa_exchange_needs_the_csrf_header(app, idp):
     response = app.test_client().post("/auth/exchange", json={})
     assert (response.status_code, response.json["error"]["message"]) == (
         403,
-        f"this call needs the header {CSRF_HEADER}: 1",
+        f"cookie-authenticated calls need the header {CSRF_HEADER}: 1",
     )
     assert idp.stats()["token"]["authorization_code"] == 0
 

@@ -55,7 +55,10 @@ def test_your_sessions_lists_this_users_browsers_with_one_current_and_never_a_to
 def test_your_sessions_needs_the_csrf_header_and_a_session(app):
     client = signed_in_client(app, "alice", requests.Session())
     refused = client.get("/auth/sessions")
-    assert (refused.status_code, refused.json["error"]["message"]) == (403, "this call needs the header X-CSRF: 1")
+    assert (refused.status_code, refused.json["error"]["message"]) == (
+        403,
+        "cookie-authenticated calls need the header X-CSRF: 1",
+    )
     stranger = app.test_client().get("/auth/sessions", headers=CSRF)
     assert (stranger.status_code, stranger.json["error"]["message"]) == (401, "sign in first")
 

@@ -44,11 +44,11 @@ def test_a_cookie_call_without_the_header_is_refused_before_the_session_is_read(
 def test_the_code_exchange_needs_the_header(cookie_client):
     response = cookie_client.post("/auth/exchange", json={})
     assert response.status_code == 403
-    assert response.json["error"]["message"] == "this call needs the header X-CSRF: 1"
+    assert response.json["error"]["message"] == "cookie-authenticated calls need the header X-CSRF: 1"
     assert cookie_client.post("/auth/exchange", json={}, headers=CSRF).status_code == 400
 
 
 def test_sign_out_needs_the_header_or_a_same_origin_form(cookie_client):
     response = cookie_client.post("/auth/logout")
     assert response.status_code == 403
-    assert response.json["error"]["message"] == "sign-out needs the header X-CSRF: 1 or a same-origin form"
+    assert response.json["error"]["message"] == "cookie-authenticated calls need the header X-CSRF: 1"

@@ -2,17 +2,10 @@
 order (401, then 403 insufficient_scope, then 403 forbidden), on fakeredis with the stub issuer."""
 
 import pytest
-from flask import g
+from flask import g, request
 
-from app.api.guard import (
-    authorize,
-    bearer_token,
-    current_user,
-    current_username,
-    optional_principal,
-    require_enabled,
-    required_principal,
-)
+from app.api import guard
+from app.api.guard import require_enabled
 from app.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from app.extensions import services
 from app.store.profiles import Profile
@@ -38,6 +31,31 @@ def context(app, *, token: str | None = None, cookie: str | None = None, csrf: b
     if cookie is not None:
         headers["Cookie"] = f"{SESSION_COOKIE}={cookie}"
     return app.test_request_context("/api/v1/me/profile", headers=headers)
+
+
+# The guard's checks as the views reach them: through the app's wired Guard.
+def bearer_token():
+    return guard.bearer_token(request.headers)
+
+
+def optional_principal():
+    return services().guard.optional_principal()
+
+
+def required_principal():
+    return services().guard.required_principal()
+
+
+def authorize(scope):
+    return services().guard.authorize(scope)
+
+
+def current_username(scope):
+    return services().guard.authorize(scope).username
+
+
+def current_user(scope):
+    return services().guard.enabled_profile(services().guard.authorize(scope))
 
 
 def session_with(app, access_token: str, *, username: str = "alice") -> None:

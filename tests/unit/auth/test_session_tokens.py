@@ -7,9 +7,9 @@ import time
 import pytest
 
 from app.auth.sealing import Sealer
-from app.auth.session_tokens import SESSION_ENDED, SessionTokens
+from app.auth.session_tokens import SessionTokens
 from app.auth.sessions import session_ref
-from app.errors import ProviderUnavailable, Unauthorized, Unavailable
+from app.errors import SESSION_ENDED, ProviderUnavailable, Unauthorized, Unavailable
 from app.store.keys import Keys
 from app.store.profiles import Profile
 from app.store.session_index import SessionIndex

@@ -1,0 +1,146 @@
+"""The refresh protocol of browser sessions: one refresh at a time per session (across every worker
+and instance), and every other request uses its result.
+
+Why it is safe: a refresh holds the session's lock for longer than the refresh HTTP call may take,
+and writes its result only by compare-and-set on the version it read, so even a lock that expired
+could never put an older refresh token over a newer one.
+"""
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+
+from ..errors import LoginFailed, ProviderUnavailable, SessionEnded, Unavailable
+from ..store.tokensets import TokenSets
+from .oidc import LoginClient, RefreshRejected
+
+REFRESH_MARGIN = 60
+WAIT_STEP = 0.05
+
+log = logging.getLogger(__name__)
+
+
+def with_response(record: dict, response: dict, now: float) -> dict:
+    """`record` updated from a token response; the session never outlives the refresh token."""
+    ends = record["ends"]
+    if isinstance(response.get("refresh_expires_in"), int) and response["refresh_expires_in"] > 0:
+        ends = min(ends, now + response["refresh_expires_in"])
+    return {
+        **record,
+        "access_token": response["access_token"],
+        "refresh_token": response.get("refresh_token") or record["refresh_token"],
+        "id_token": response.get("id_token") or record["id_token"],
+        "expires_at": now + int(response.get("expires_in") or 300),
+        "scope": response.get("scope", record["scope"]),
+        "ends": ends,
+    }
+
+
+def needs_refresh(record: dict) -> bool:
+    """Whether the record's access token expires within REFRESH_MARGIN seconds."""
+    return record["expires_at"] - time.time() < REFRESH_MARGIN
+
+
+class Refresher:
+    """Refreshes a session's tokens at the provider, one request at a time per session."""
+
+    def __init__(
+        self,
+        token_sets: TokenSets,
+        login_client: LoginClient,
+        *,
+        load: Callable[[str, str], dict | None],
+        seal: Callable[[str, dict], dict],
+        lock_ms: int,
+        wait: float,
+    ):
+        self._token_sets = token_sets
+        self._login_client = login_client
+        self._load = load  # (cookie, ref) -> the unsealed record, or None when the session is gone
+        self._seal = seal  # (cookie, record) -> the record as stored
+        self._lock_ms = lock_ms
+        self._wait = wait
+
+    def refreshed(self, sid: str, ref: str, record: dict) -> dict:
+        """The session's record with a fresh access token: refreshed here, or by the request holding the
+        lock; the old one while it is still valid and the provider is down; SessionEnded or Unavailable."""
+        try:
+            self._login_client.discover()  # any discovery fetch happens now, not while holding the lock
+        except ProviderUnavailable:
+            if _still_valid(record):
+                return record
+            raise
+        # Not redis-py's Lock: a waiter waits for the token set's version to change, not for the lock
+        # to come free (Lock's blocking acquire), and correctness rests on replace()'s compare-and-set,
+        # so SET NX PX and a compare-and-delete are all this lock needs.
+        owner = secrets.token_hex(16)
+        if self._token_sets.lock(ref, owner, self._lock_ms):
+            try:
+                return self._refresh_locked(sid, ref)
+            finally:
+                self._token_sets.unlock(ref, owner)
+        if _still_valid(record):
+            return record
+        return self._wait_for_refresh(sid, ref, record["v"])
+
+    def _wait_for_refresh(self, sid: str, ref: str, version: int) -> dict:
+        deadline = time.monotonic() + self._wait
+        while time.monotonic() < deadline:
+            time.sleep(WAIT_STEP)
+            latest = self._load(sid, ref)
+            if latest is None:
+                raise SessionEnded()
+            if latest["v"] != version:
+                return latest
+        raise Unavailable("the session's tokens are being refreshed; try again")
+
+    def _refresh_locked(self, sid: str, ref: str) -> dict:
+        latest = self._load(sid, ref)
+        if latest is None:
+            raise SessionEnded()
+        if not needs_refresh(latest):
+            return latest  # another request refreshed while we waited for the lock
+        if not latest.get("refresh_token"):
+            self._token_sets.delete(ref)
+            raise SessionEnded()
+        try:
+            response = self._login_client.refresh(latest["refresh_token"])
+        except RefreshRejected:
+            # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
+            if self._token_sets.end_if_version(ref, latest["v"]):
+                raise SessionEnded() from None
+            return self._stored_after_race(sid, ref)
+        except ProviderUnavailable:
+            if _still_valid(latest):
+                return latest
+            raise
+        if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
+            self._token_sets.end_if_version(ref, latest["v"])
+            raise SessionEnded()
+        updated = with_response(latest, response, time.time())
+        if not self._token_sets.replace(ref, latest["v"], self._seal(sid, updated)):
+            return self._stored_after_race(sid, ref)
+        return {**updated, "v": latest["v"] + 1}
+
+    def _same_user(self, id_token: str, sub: str) -> bool:
+        """An ID token from a refresh passes the sign-in checks (no nonce) and names the session's user."""
+        try:
+            claims = self._login_client.verify_id_token(id_token, nonce=None)
+        except LoginFailed as refusal:
+            log.warning("refreshed ID token refused, session ended: %s", refusal.message)
+            return False
+        if claims["sub"] != sub:
+            log.warning("refreshed ID token names another subject, session ended")
+            return False
+        return True
+
+    def _stored_after_race(self, sid: str, ref: str) -> dict:
+        newer = self._load(sid, ref)
+        if newer is None:
+            raise SessionEnded()
+        return newer
+
+
+def _still_valid(record: dict) -> bool:
+    return record["expires_at"] > time.time() + 1

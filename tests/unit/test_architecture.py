@@ -1,0 +1,117 @@
+"""The shape of app/: no import cycle, dependencies that point down, and modules of a readable size.
+
+Every import counts: at module level, inside functions and under TYPE_CHECKING, since moving an
+import into a function hides a cycle without removing it.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+APP = ROOT / "app"
+MAX_LINES = 250
+# Only the views (and the factory that builds what they use) reach the app's services.
+MAY_IMPORT_EXTENSIONS = {"app", "app.api.routes", "app.auth.routes", "app.health", "app.cli"}
+# The bottom of the stack: imported by everything, so they import nothing of the app's but the
+# URL prefixes, which import nothing at all.
+BOTTOM = {"app.metrics": set(), "app.errors": {"app.prefixes"}, "app.prefixes": set()}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(APP.rglob("*.py"))}
+
+
+def imports_of(name: str, source: str, known: set[str], *, is_package: bool = False) -> set[str]:
+    """The app modules that module `name` imports anywhere in `source` (relative or absolute)."""
+    package = name if is_package else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from package import submodule` imports the submodule; `from module import name` the module.
+            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
+    return {target for target in found if target in known and target != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    found = modules()
+    return {
+        name: imports_of(name, path.read_text(), set(found), is_package=path.name == "__init__.py")
+        for name, path in found.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_finder_sees_every_kind_of_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    # A relative import under TYPE_CHECKING, an absolute one inside a function, a submodule by name.
+    probe = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..extensions import Services\n"
+        "def late():\n    from app.metrics import provider_call\n    from . import guard\n"
+    )
+    found = imports_of("app.api.probe", probe, set(modules()))
+    assert found == {"app.extensions", "app.metrics", "app.api.guard"}
+
+
+def test_no_module_of_the_app_is_part_of_an_import_cycle():
+    found = cycles(import_graph())
+    assert found == [], "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in found)
+
+
+def test_only_the_views_reach_the_services_in_extensions():
+    importers = {name for name, targets in import_graph().items() if "app.extensions" in targets}
+    assert importers <= MAY_IMPORT_EXTENSIONS, sorted(importers - MAY_IMPORT_EXTENSIONS)
+
+
+@pytest.mark.parametrize("module", sorted(BOTTOM))
+def test_the_bottom_modules_import_nothing_of_the_app_above_them(module):
+    assert import_graph()[module] <= BOTTOM[module]
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_every_module_stays_readable_in_size(module):
+    lines = len(modules()[module].read_text().splitlines())
+    assert lines < MAX_LINES, f"{module} has {lines} lines; split it by concern"
