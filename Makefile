@@ -6,16 +6,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 IDP := dev/idp
 
-.PHONY: dev test lint format unit token app-token bench sizing mutation system system-test clean
+.PHONY: dev test lint format unit token app-token bench sizing mutation security-report system system-test clean
 
 dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
 	$(BIN)/python -m dev.run
 
-# Every suite once (writing docs/security-report.md), then the integration suite again on a real
-# three-master Redis Cluster.
+# Every suite once (writing the security report under .reports/), then the integration suite again
+# on a real three-master Redis Cluster; last, the committed docs/security-report.md must match the
+# run's report. `make test` changes no tracked file; `make security-report` takes the new report.
+REPORT := .reports/security-report.md
+
 test: system-test $(VENV)/.installed $(IDP)/node_modules/.installed lint
-	SECURITY_REPORT=docs/security-report.md $(BIN)/python -m pytest
+	mkdir -p $(dir $(REPORT))
+	SECURITY_REPORT=$(REPORT) $(BIN)/python -m pytest
 	$(BIN)/python -m pytest tests/integration --redis-cluster -q -p no:cacheprovider
+	@diff -u docs/security-report.md $(REPORT) >/dev/null || { diff -u docs/security-report.md $(REPORT) | head -40; \
+	  echo "docs/security-report.md does not match this run's tests: run 'make security-report' and commit it" >&2; exit 1; }
+
+# Copies the report of the last `make test` run into docs/ (run make test first).
+security-report:
+	@test -f $(REPORT) || { echo "run make test first: it writes $(REPORT)" >&2; exit 1; }
+	cp $(REPORT) docs/security-report.md
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

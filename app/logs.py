@@ -37,15 +37,17 @@ def _start_request() -> None:
 def _log_request(response):
     # g may be bare: when opening the session fails, before_request hooks never ran.
     request_id = g.get("request_id") or secrets.token_hex(16)
-    line = json.dumps({
-        "request_id": request_id,
-        "method": request.method,
-        "path": request.path,
-        "status": response.status_code,
-        "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
-        "user": g.get("user"),
-        "remote": request.remote_addr,
-    })  # fmt: skip
+    line = json.dumps(
+        {
+            "request_id": request_id,
+            "method": request.method,
+            "path": request.path,
+            "status": response.status_code,
+            "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
+            "user": g.get("user"),
+            "remote": request.remote_addr,
+        }
+    )
     os.write(STDOUT, f"{line}\n".encode())
     response.headers[REQUEST_ID] = request_id
     return response

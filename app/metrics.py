@@ -25,13 +25,18 @@ NO_STORE = {"Cache-Control": "no-store"}
 UNMATCHED = "unmatched"  # the route label of a request no URL rule matched (never its path)
 
 # Its _count is the request count by route template, method and status: one metric, one write less.
-DURATION = Histogram("pp_http_request_duration_seconds", "HTTP requests and their duration by route template, "
-                     "method and status.", ["route", "method", "status"])  # fmt: skip
+DURATION = Histogram(
+    "pp_http_request_duration_seconds",
+    "HTTP requests and their duration by route template, method and status.",
+    ["route", "method", "status"],
+)
 REFRESHES = Counter("pp_refreshes", "Browser-session token refreshes at the provider by outcome.", ["outcome"])
-IDP_REQUESTS = Counter("pp_idp_requests", "Calls to the identity provider by endpoint and outcome.",
-                       ["endpoint", "outcome"])  # fmt: skip
-IDP_DURATION = Histogram("pp_idp_request_duration_seconds", "Duration of identity-provider calls.",
-                         ["endpoint", "outcome"])  # fmt: skip
+IDP_REQUESTS = Counter(
+    "pp_idp_requests", "Calls to the identity provider by endpoint and outcome.", ["endpoint", "outcome"]
+)
+IDP_DURATION = Histogram(
+    "pp_idp_request_duration_seconds", "Duration of identity-provider calls.", ["endpoint", "outcome"]
+)
 REDIS_ERRORS = Counter("pp_redis_errors", "Redis failures answered with 503, by exception class.", ["error"])
 POKES = Counter("pp_pokes", "Poke attempts by outcome.", ["outcome"])
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
@@ -56,8 +61,11 @@ def init_metrics(app: Flask, *, active_sessions: Callable[[], int]) -> None:
 def _count_request(response):
     started = g.get("started")  # set by app.logs before every request
     rule = request.url_rule
-    labels = (rule.rule if rule is not None else UNMATCHED,
-              request.method if request.method in METHODS else "other", response.status_code)  # fmt: skip
+    labels = (
+        rule.rule if rule is not None else UNMATCHED,
+        request.method if request.method in METHODS else "other",
+        response.status_code,
+    )
     _child(DURATION, *labels).observe(time.perf_counter() - started if started is not None else 0.0)
     return response
 
@@ -123,8 +131,9 @@ def _poke_outcome(error: Exception) -> str:
 def metrics():
     expected = f"Bearer {current_app.config['METRICS_TOKEN']}".encode()
     if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected):
-        return Response("unauthorized\n", 401, {**NO_STORE, "WWW-Authenticate": 'Bearer realm="metrics"'},
-                        content_type="text/plain")  # fmt: skip
+        return Response(
+            "unauthorized\n", 401, {**NO_STORE, "WWW-Authenticate": 'Bearer realm="metrics"'}, content_type="text/plain"
+        )
     body = generate_latest(_registry()) + generate_latest(current_app.extensions["metrics_sessions"])
     return Response(body, 200, NO_STORE, content_type=CONTENT_TYPE_LATEST)
 

@@ -52,8 +52,9 @@ def bearer_calls_while_refreshes_hang(app_url: str, idp_base: str, sessions: lis
         with requests.Session() as http:
             while not done.is_set():
                 started = time.perf_counter()
-                status = http.get(f"{app_url}/api/v1/me/profile", headers={"Authorization": f"Bearer {bearer}"},
-                                  timeout=30).status_code  # fmt: skip
+                status = http.get(
+                    f"{app_url}/api/v1/me/profile", headers={"Authorization": f"Bearer {bearer}"}, timeout=30
+                ).status_code
                 with lock:
                     latencies.append((time.perf_counter() - started) * 1000)
                     statuses.append(status)
@@ -89,8 +90,9 @@ def prepare(app_url: str, idp: dict) -> tuple[list, str]:
     (so its signing key is cached)."""
     names = ("alice", "bob", "carol")
     sessions = [sign_in(app_url, names[index % len(names)]) for index in range(SESSIONS)]
-    bearer = oidc_driver.user_tokens(idp["issuer"], "profile-poke-web", f"{app_url}/auth/callback", "alice",
-                                     "demo")["access_token"]  # fmt: skip
+    bearer = oidc_driver.user_tokens(idp["issuer"], "profile-poke-web", f"{app_url}/auth/callback", "alice", "demo")[
+        "access_token"
+    ]
     headers = {"Authorization": f"Bearer {bearer}"}
     assert requests.get(f"{app_url}/api/v1/me/profile", headers=headers, timeout=10).status_code == 200
     time.sleep(REFRESH_DUE_AFTER)
@@ -104,17 +106,40 @@ def main(gunicorn_options: list[str]) -> None:
         redis_port, idp_port, app_port = free_port(), free_port(), free_port()
         started.append(start_redis(redis_port, workdir=state / "redis"))
         base = f"http://127.0.0.1:{app_port}"
-        started.append(start_idp(idp_port, log_path=state / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}/auth/callback",
-            "IDP_POST_LOGOUT_REDIRECT_URIS": f"{base}/"}))  # fmt: skip
-        env = {"OIDC_ISSUER_URL": idp_issuer(idp_port), "OIDC_CLIENT_ID": SHORT_CLIENT,
-               "LOGIN_CLIENT_IDS": f"{SHORT_CLIENT},profile-poke-web", "OIDC_REDIRECT_URI": f"{base}/auth/callback",
-               "SESSION_COOKIE_SECURE": "false", "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-               "SECRET_KEY": secrets.token_urlsafe(48), "LOG_LEVEL": "WARNING"}  # fmt: skip
+        started.append(
+            start_idp(
+                idp_port,
+                log_path=state / "idp.log",
+                env={
+                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
+                    "IDP_REDIRECT_URIS": f"{base}/auth/callback",
+                    "IDP_POST_LOGOUT_REDIRECT_URIS": f"{base}/",
+                },
+            )
+        )
+        env = {
+            "OIDC_ISSUER_URL": idp_issuer(idp_port),
+            "OIDC_CLIENT_ID": SHORT_CLIENT,
+            "LOGIN_CLIENT_IDS": f"{SHORT_CLIENT},profile-poke-web",
+            "OIDC_REDIRECT_URI": f"{base}/auth/callback",
+            "SESSION_COOKIE_SECURE": "false",
+            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "LOG_LEVEL": "WARNING",
+        }
         import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
         Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
-        argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"), "--bind",
-                f"127.0.0.1:{app_port}", *gunicorn_options, "wsgi:app"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            str(ROOT / "gunicorn.conf.py"),
+            "--bind",
+            f"127.0.0.1:{app_port}",
+            *gunicorn_options,
+            "wsgi:app",
+        ]
         app = Process("app", argv, log_path=state / "app.log", env=env)
         started.append(app)
         app.wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok)

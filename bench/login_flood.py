@@ -24,10 +24,17 @@ CASES = [  # name, RATE_LIMIT_LOGIN, keeps the login cookie
 
 def flood(redis_url: str, issuer: str, app_port: int, limit: str, keep_cookie: bool) -> dict:
     prefix = f"flood-{secrets.token_hex(3)}:"
-    env = {"OIDC_ISSUER_URL": issuer, "OIDC_CLIENT_ID": "profile-poke-web", "REDIS_URL": redis_url,
-           "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback", "SECRET_KEY": secrets.token_urlsafe(32),
-           "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "ERROR", "REDIS_KEY_PREFIX": prefix,
-           "RATE_LIMIT_LOGIN": limit}  # fmt: skip
+    env = {
+        "OIDC_ISSUER_URL": issuer,
+        "OIDC_CLIENT_ID": "profile-poke-web",
+        "REDIS_URL": redis_url,
+        "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback",
+        "SECRET_KEY": secrets.token_urlsafe(32),
+        "SESSION_COOKIE_SECURE": "false",
+        "LOG_LEVEL": "ERROR",
+        "REDIS_KEY_PREFIX": prefix,
+        "RATE_LIMIT_LOGIN": limit,
+    }
     app = create_app(Config(env))
     redis = make_redis(redis_url, socket_timeout=5)
     redis.flushall()
@@ -47,8 +54,9 @@ def flood(redis_url: str, issuer: str, app_port: int, limit: str, keep_cookie: b
 def report(results: list[tuple[str, dict]]) -> str:
     lines = [
         f"# {REQUESTS:,} `GET /auth/login` from one client address (redis-server, INFO memory used_memory)\n",
-        "| case | answers | keys left | used_memory before | after | growth |", "|---|---|--:|--:|--:|--:|",
-    ]  # fmt: skip
+        "| case | answers | keys left | used_memory before | after | growth |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
     for name, r in results:
         answers = ", ".join(f"{count} x {status}" for status, count in sorted(r["statuses"].items()))
         growth = r["after"] - r["before"]

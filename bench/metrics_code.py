@@ -23,9 +23,15 @@ def main() -> None:
         from app import create_app, metrics
         from config import Config
 
-        env = {"OIDC_ISSUER_URL": "http://issuer.invalid", "OIDC_CLIENT_ID": "bench",
-               "OIDC_REDIRECT_URI": "http://127.0.0.1/auth/callback", "SECRET_KEY": "x" * 32,
-               "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "WARNING", "METRICS_TOKEN": "m" * 32}  # fmt: skip
+        env = {
+            "OIDC_ISSUER_URL": "http://issuer.invalid",
+            "OIDC_CLIENT_ID": "bench",
+            "OIDC_REDIRECT_URI": "http://127.0.0.1/auth/callback",
+            "SECRET_KEY": "x" * 32,
+            "SESSION_COOKIE_SECURE": "false",
+            "LOG_LEVEL": "WARNING",
+            "METRICS_TOKEN": "m" * 32,
+        }
         app = create_app(Config(env), redis=fakeredis.FakeRedis())
         response = app.response_class("{}", 200)
         with app.test_request_context("/api/v1/pokes", method="POST"):
@@ -39,8 +45,10 @@ def main() -> None:
                 with metrics.poke_observed():
                     pass
 
-            seconds = {f.__name__: min(timeit.repeat(f, number=CALLS, repeat=REPEATS)) / CALLS
-                       for f in (count_request, count_poke)}  # fmt: skip
+            seconds = {
+                f.__name__: min(timeit.repeat(f, number=CALLS, repeat=REPEATS)) / CALLS
+                for f in (count_request, count_poke)
+            }
     json.dump({name: round(value * 1e6, 2) for name, value in seconds.items()}, sys.stdout)
 
 

@@ -24,9 +24,26 @@ def _profiles(prefix: str, stats: str, scores: str) -> Iterator[str]:
         parts = []
         for i in range(start, min(start + CHUNK, PROFILES + 1)):
             name, sub = f"u{i:07d}", f"{i:032x}-sub"
-            parts.append(_command("HSET", f"{prefix}user:{{{name}}}", "username", name, "handle", f"@{name}",
-                                  "display_name", f"User {i}", "stats", stats, "aggregate_scores", scores,
-                                  "disabled", "0", "sub", sub))  # fmt: skip
+            parts.append(
+                _command(
+                    "HSET",
+                    f"{prefix}user:{{{name}}}",
+                    "username",
+                    name,
+                    "handle",
+                    f"@{name}",
+                    "display_name",
+                    f"User {i}",
+                    "stats",
+                    stats,
+                    "aggregate_scores",
+                    scores,
+                    "disabled",
+                    "0",
+                    "sub",
+                    sub,
+                )
+            )
             parts.append(_command("SET", f"{prefix}sub:{sub}", name))
         yield "".join(parts)
 
@@ -65,8 +82,10 @@ def preload(client, port: int, prefix: str) -> dict:
     demo = json.loads((ROOT / "dev" / "demo-users.json").read_text())[0]
     stats, scores = json.dumps(demo.get("stats", {})), json.dumps(demo.get("aggregate_scores", {}))
     sizes = {}
-    for kind, count, chunks in (("profile + subject link", PROFILES, _profiles(prefix, stats, scores)),
-                                ("cooldown", COOLDOWNS, _cooldowns(prefix))):  # fmt: skip
+    for kind, count, chunks in (
+        ("profile + subject link", PROFILES, _profiles(prefix, stats, scores)),
+        ("cooldown", COOLDOWNS, _cooldowns(prefix)),
+    ):
         before = _used_memory(client)
         _pipe(port, chunks)
         sizes[kind] = {"keys": count, "bytes_each": round((_used_memory(client) - before) / count, 1)}

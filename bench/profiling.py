@@ -20,11 +20,27 @@ def profile_route(name: str, server, url: str, seconds: int, results: Path, head
     for pid in worker_pids(server):
         output = STATE / f"profile-{name}-{pid}.txt"
         outputs.append(output)
-        samplers.append(subprocess.Popen(
-            [spy, "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "200", "--nonblocking",
-             "--format", "raw", "--output", str(output)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))  # fmt: skip
+        samplers.append(
+            subprocess.Popen(
+                [
+                    spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--duration",
+                    str(seconds),
+                    "--rate",
+                    "200",
+                    "--nonblocking",
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(output),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
     figures = wrk(f"{name} (profiled)", server, url, seconds, headers, poke_from)
     for sampler in samplers:
         sampler.wait()
@@ -47,8 +63,11 @@ def _report(name: str, stacks: collections.Counter) -> str:
         own[frames[-1]] += count
         for frame in set(frames):
             inclusive[frame] += count
-    lines = [f"py-spy samples of every worker serving {name}: {total} samples (non-idle threads, 200 Hz)", "",
-             f"Top {TOP} by own samples:"]  # fmt: skip
+    lines = [
+        f"py-spy samples of every worker serving {name}: {total} samples (non-idle threads, 200 Hz)",
+        "",
+        f"Top {TOP} by own samples:",
+    ]
     lines += [f"{100 * count / total:5.1f} %  {frame}" for frame, count in own.most_common(TOP)]
     lines += ["", f"Top {TOP} by inclusive samples:"]
     lines += [f"{100 * count / total:5.1f} %  {frame}" for frame, count in inclusive.most_common(TOP)]

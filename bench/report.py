@@ -15,18 +15,34 @@ def checks(results: dict) -> list[tuple[str, str, bool]]:
     for name, row in results["routes"].items():
         spread = row["p99_ms"] / row["p50_ms"]
         rows.append((f"{name}: p99 ≤ {P99_OVER_P50} x p50", f"{spread:.1f} x p50", spread <= P99_OVER_P50))
-    rows.append(("identity-provider requests in the windows = 0", str(results["idp_requests"]),
-                 results["idp_requests"] == 0))  # fmt: skip
+    rows.append(
+        ("identity-provider requests in the windows = 0", str(results["idp_requests"]), results["idp_requests"] == 0)
+    )
     overhead = results["metrics_overhead"]
-    rows.append((f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: windows with and without, median pair",
-                 f"{overhead['overhead']:+.1%}", overhead["overhead"] < METRICS_OVERHEAD_MAX))  # fmt: skip
-    rows.append((f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: the metrics code timed alone",
-                 f"{overhead['code_overhead']:+.1%}", overhead["code_overhead"] < METRICS_OVERHEAD_MAX))  # fmt: skip
+    rows.append(
+        (
+            f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: windows with and without, median pair",
+            f"{overhead['overhead']:+.1%}",
+            overhead["overhead"] < METRICS_OVERHEAD_MAX,
+        )
+    )
+    rows.append(
+        (
+            f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: the metrics code timed alone",
+            f"{overhead['code_overhead']:+.1%}",
+            overhead["code_overhead"] < METRICS_OVERHEAD_MAX,
+        )
+    )
     if "large" in results:
         for name, row in results["large"]["routes"].items():
             drift = row["drift"]
-            rows.append((f"{name}: large-data ratio within {LARGE_DRIFT_MAX:.0%}", f"{drift:+.1%}",
-                         abs(drift) <= LARGE_DRIFT_MAX))  # fmt: skip
+            rows.append(
+                (
+                    f"{name}: large-data ratio within {LARGE_DRIFT_MAX:.0%}",
+                    f"{drift:+.1%}",
+                    abs(drift) <= LARGE_DRIFT_MAX,
+                )
+            )
     return rows
 
 
@@ -36,18 +52,29 @@ def _route_rows(routes: dict, splits: dict) -> list[str]:
     )
     lines = [header, "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for name, row in routes.items():
-        lines.append(f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
-                     f"{row['p99_ms'] / row['p50_ms']:.1f} | {row.get('ratio', 1):.2f} | "
-                     f"{row.get('same_config_ratio', 1):.2f} | {splits.get(name, '')} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+            f"{row['p99_ms'] / row['p50_ms']:.1f} | {row.get('ratio', 1):.2f} | "
+            f"{row.get('same_config_ratio', 1):.2f} | {splits.get(name, '')} |"
+        )
     return lines
 
 
 def markdown(results: dict, splits: dict, machine: str) -> str:
     """The whole report."""
     best = results["best_ceiling"]
-    lines = ["# Benchmark", "", machine, "", "## The best ceiling of the run", "",
-             "A bare Flask route (`bench/ceiling.py`) under every candidate gunicorn config:", "",
-             "| config | req/s | p50 ms | p99 ms |", "|---|--:|--:|--:|"]  # fmt: skip
+    lines = [
+        "# Benchmark",
+        "",
+        machine,
+        "",
+        "## The best ceiling of the run",
+        "",
+        "A bare Flask route (`bench/ceiling.py`) under every candidate gunicorn config:",
+        "",
+        "| config | req/s | p50 ms | p99 ms |",
+        "|---|--:|--:|--:|",
+    ]
     for name, row in results["ceilings"].items():
         mark = " **(best)**" if name == best["config"] else ""
         lines.append(f"| {name}{mark} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} |")
@@ -56,30 +83,48 @@ def markdown(results: dict, splits: dict, machine: str) -> str:
     lines += _route_rows({"same-config ceiling (mean of before/after)": same, **results["routes"]}, splits)
     overhead = results["metrics_overhead"]
     pairs = overhead["pairs"]
-    lines += ["", f"Metrics on the poke route, same run, {len(pairs)} pairs of windows with and without "
-              f"`METRICS_TOKEN` in ABBA order: {overhead['with_cpu_us']:.0f} µs of server CPU per request with "
-              f"({overhead['with_rps']:.0f} req/s), {overhead['without_cpu_us']:.0f} µs without "
-              f"({overhead['without_rps']:.0f} req/s); median pair {overhead['overhead']:+.1%} CPU per request "
-              f"(pairs from {pairs[0]:+.1%} to {pairs[-1]:+.1%}). The metrics code of a poke timed alone "
-              f"(`python -m bench.metrics_code`): {overhead['code_us']:.1f} µs, "
-              f"{overhead['code_overhead']:.1%} of a poke's CPU without metrics."]  # fmt: skip
+    lines += [
+        "",
+        f"Metrics on the poke route, same run, {len(pairs)} pairs of windows with and without "
+        f"`METRICS_TOKEN` in ABBA order: {overhead['with_cpu_us']:.0f} µs of server CPU per request with "
+        f"({overhead['with_rps']:.0f} req/s), {overhead['without_cpu_us']:.0f} µs without "
+        f"({overhead['without_rps']:.0f} req/s); median pair {overhead['overhead']:+.1%} CPU per request "
+        f"(pairs from {pairs[0]:+.1%} to {pairs[-1]:+.1%}). The metrics code of a poke timed alone "
+        f"(`python -m bench.metrics_code`): {overhead['code_us']:.1f} µs, "
+        f"{overhead['code_overhead']:.1%} of a poke's CPU without metrics.",
+    ]
     if "large" in results:
         large = results["large"]
-        lines += ["", "## BENCH_DATA=large", "", f"Preloaded in {large['preload_seconds']:.0f} s: "
-                  + ", ".join(f"{v['keys']:,} {k} keys at {v['bytes_each']:.0f} bytes each (`INFO memory` delta)"
-                              for k, v in large["sizes"].items() if isinstance(v, dict))
-                  + f"; Redis used_memory {large['sizes']['used_memory_mib']} MiB.", ""]  # fmt: skip
+        lines += [
+            "",
+            "## BENCH_DATA=large",
+            "",
+            f"Preloaded in {large['preload_seconds']:.0f} s: "
+            + ", ".join(
+                f"{v['keys']:,} {k} keys at {v['bytes_each']:.0f} bytes each (`INFO memory` delta)"
+                for k, v in large["sizes"].items()
+                if isinstance(v, dict)
+            )
+            + f"; Redis used_memory {large['sizes']['used_memory_mib']} MiB.",
+            "",
+        ]
         lines += [
             "| route | req/s | p50 ms | p99 ms | same-config ratio, empty → large | drift |",
             "|---|--:|--:|--:|--:|--:|",
         ]
         for name, row in large["routes"].items():
             ratios = f"{row['empty_ratio']:.2f} → {row['same_config_ratio']:.2f}"
-            lines.append(f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {ratios} | "
-                         f"{row['drift']:+.1%} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {ratios} | "
+                f"{row['drift']:+.1%} |"
+            )
     lines += ["", "## Targets", "", "| target | measured | met |", "|---|--:|---|"]
     lines += [f"| {name} | {value} | {'met' if ok else '**not met**'} |" for name, value, ok in checks(results)]
     if results.get("profiles"):
-        lines += ["", "Where the time goes on the routes that missed a target (py-spy, every worker): "
-                  + ", ".join(f"[`{path}`]({path})" for path in results["profiles"]) + "."]  # fmt: skip
+        lines += [
+            "",
+            "Where the time goes on the routes that missed a target (py-spy, every worker): "
+            + ", ".join(f"[`{path}`]({path})" for path in results["profiles"])
+            + ".",
+        ]
     return "\n".join(lines) + "\n"

@@ -103,17 +103,32 @@ class Bench:
         self.redis_port, self.redis_url = redis_port, f"redis://127.0.0.1:{redis_port}/0"
         self.base = f"http://127.0.0.1:{app_port}/"
         self.idp_base = f"http://127.0.0.1:{idp_port}"
-        started.append(start_idp(idp_port, log_path=STATE / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(32), "IDP_ACCESS_TOKEN_TTL": "3600",
-            "IDP_REDIRECT_URIS": f"{self.base}auth/callback,{self.base}", "IDP_POST_LOGOUT_REDIRECT_URIS": self.base,
-        }))  # fmt: skip
+        started.append(
+            start_idp(
+                idp_port,
+                log_path=STATE / "idp.log",
+                env={
+                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(32),
+                    "IDP_ACCESS_TOKEN_TTL": "3600",
+                    "IDP_REDIRECT_URIS": f"{self.base}auth/callback,{self.base}",
+                    "IDP_POST_LOGOUT_REDIRECT_URIS": self.base,
+                },
+            )
+        )
         self.env = {
-            "OIDC_ISSUER_URL": idp_issuer(idp_port), "OIDC_CLIENT_ID": "profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{self.base}auth/callback", "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": self.redis_url, "SECRET_KEY": secrets.token_urlsafe(48),
-        }  # fmt: skip
-        subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
-                       env={**os.environ, **self.env}, cwd=ROOT, check=True)  # fmt: skip
+            "OIDC_ISSUER_URL": idp_issuer(idp_port),
+            "OIDC_CLIENT_ID": "profile-poke-web",
+            "OIDC_REDIRECT_URI": f"{self.base}auth/callback",
+            "SESSION_COOKIE_SECURE": "false",
+            "REDIS_URL": self.redis_url,
+            "SECRET_KEY": secrets.token_urlsafe(48),
+        }
+        subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
+            env={**os.environ, **self.env},
+            cwd=ROOT,
+            check=True,
+        )
         # BENCH_CONFIG names a candidate to measure the routes under instead (for comparing configs).
         self.shipped, options = shipped_config()
         if os.environ.get("BENCH_CONFIG"):
@@ -130,8 +145,9 @@ class Bench:
         ceiling_port = free_port()
         self.ceiling = start_server(started, "ceiling", "bench.ceiling:app", ceiling_port, "", {}, options)
         self.ceiling_url = f"http://127.0.0.1:{ceiling_port}/"
-        token = oidc_driver.user_tokens(self.env["OIDC_ISSUER_URL"], self.env["OIDC_CLIENT_ID"],
-                                        self.env["OIDC_REDIRECT_URI"], USER, PASSWORD)["access_token"]  # fmt: skip
+        token = oidc_driver.user_tokens(
+            self.env["OIDC_ISSUER_URL"], self.env["OIDC_CLIENT_ID"], self.env["OIDC_REDIRECT_URI"], USER, PASSWORD
+        )["access_token"]
         cookie = sign_in(self.base)
         self.routes = {
             "public_profile": (f"{self.base}api/v1/users/bob", {}),
@@ -201,8 +217,11 @@ def run(started: list) -> None:
         "idp_requests": idp_requests,
         "metrics_overhead": metrics_cost(with_metrics, without_metrics, metrics_code_us()),
     }
-    missed = [name for name, row in results["routes"].items()
-              if row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"]]  # fmt: skip
+    missed = [
+        name
+        for name, row in results["routes"].items()
+        if row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"]
+    ]
     results["profiles"] = []
     for name in missed:
         url, headers = bench.routes[name]
@@ -236,16 +255,23 @@ def metrics_cost(with_metrics: list, without_metrics: list, code_us: float) -> d
 
     pairs = sorted(w["cpu_us"] / wo["cpu_us"] - 1 for w, wo in zip(with_metrics, without_metrics, strict=True))
     without_cpu = mean(without_metrics, "cpu_us")
-    return {"with_rps": round(mean(with_metrics, "rps"), 1), "without_rps": round(mean(without_metrics, "rps"), 1),
-            "with_cpu_us": round(mean(with_metrics, "cpu_us"), 1), "without_cpu_us": round(without_cpu, 1),
-            "overhead": round(statistics.median(pairs), 4), "pairs": [round(pair, 4) for pair in pairs],
-            "code_us": code_us, "code_overhead": round(code_us / without_cpu, 4)}  # fmt: skip
+    return {
+        "with_rps": round(mean(with_metrics, "rps"), 1),
+        "without_rps": round(mean(without_metrics, "rps"), 1),
+        "with_cpu_us": round(mean(with_metrics, "cpu_us"), 1),
+        "without_cpu_us": round(without_cpu, 1),
+        "overhead": round(statistics.median(pairs), 4),
+        "pairs": [round(pair, 4) for pair in pairs],
+        "code_us": code_us,
+        "code_overhead": round(code_us / without_cpu, 4),
+    }
 
 
 def metrics_code_us() -> float:
     """The metrics code of one poke timed by itself (bench/metrics_code.py), in µs."""
-    output = subprocess.run([sys.executable, "-m", "bench.metrics_code"], cwd=ROOT, check=True,
-                            stdout=subprocess.PIPE, text=True).stdout  # fmt: skip
+    output = subprocess.run(
+        [sys.executable, "-m", "bench.metrics_code"], cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True
+    ).stdout
     return round(sum(json.loads(output).values()), 2)
 
 

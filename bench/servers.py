@@ -57,8 +57,17 @@ def shipped_config() -> tuple[str, list[str]]:
 
 def start_server(started: list, name: str, app: str, port: int, ready_path: str, env: dict, options: list) -> Process:
     """`app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`, returned once it answers."""
-    argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
-            "--bind", f"127.0.0.1:{port}", *options, app]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        str(ROOT / "gunicorn.conf.py"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        *options,
+        app,
+    ]
     process = Process(name, argv, log_path=STATE / f"{name.replace(' ', '-')}.log", env=env)
     started.append(process)
     process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/{ready_path}", timeout=1).ok)
@@ -90,13 +99,18 @@ def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_f
     used = [cpu - before.get(pid, 0) for pid, cpu in worker_seconds(server).items()]
     figures = json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
     if figures["non_2xx"] or figures["socket_errors"]:
-        raise BenchFailed(f"{name}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
-                          f"{figures['socket_errors']} socket errors:\n{output}")  # fmt: skip
+        raise BenchFailed(
+            f"{name}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
+            f"{figures['socket_errors']} socket errors:\n{output}"
+        )
     figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
     figures["cpu_us"] = sum(used) / max(1, figures["requests"]) * 1e6
     figures["split"] = "/".join(f"{100 * part / (sum(used) or 1):.0f}" for part in sorted(used, reverse=True))
-    print(f"{name}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
-          f"p99 {figures['p99_us'] / 1000:.2f} ms, worker CPU split {figures['split']} %", flush=True)  # fmt: skip
+    print(
+        f"{name}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
+        f"p99 {figures['p99_us'] / 1000:.2f} ms, worker CPU split {figures['split']} %",
+        flush=True,
+    )
     return figures
 
 
@@ -118,9 +132,15 @@ def redis_and_provider() -> Iterator[tuple[str, str, int]]:
         redis_port, idp_port, app_port = free_port(), free_port(), free_port()
         redis_server = start_redis(redis_port, workdir=Path(workdir))
         base = f"http://127.0.0.1:{app_port}/"
-        idp = start_idp(idp_port, log_path=Path(workdir) / "idp.log", env={
-            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}auth/callback",
-            "IDP_POST_LOGOUT_REDIRECT_URIS": base})  # fmt: skip
+        idp = start_idp(
+            idp_port,
+            log_path=Path(workdir) / "idp.log",
+            env={
+                "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
+                "IDP_REDIRECT_URIS": f"{base}auth/callback",
+                "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+            },
+        )
         try:
             yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
         finally:

@@ -34,10 +34,17 @@ def _sign_in(app, username: str) -> None:
 
 
 def measure(redis_url: str, issuer: str, app_port: int) -> dict:
-    env = {"OIDC_ISSUER_URL": issuer, "OIDC_CLIENT_ID": "profile-poke-web", "REDIS_URL": redis_url,
-           "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback", "SECRET_KEY": secrets.token_urlsafe(32),
-           "SESSION_COOKIE_SECURE": "false", "LOG_LEVEL": "WARNING", "REDIS_KEY_PREFIX": "pp:",
-           "RATE_LIMIT_LOGIN": "1000 per minute"}  # fmt: skip
+    env = {
+        "OIDC_ISSUER_URL": issuer,
+        "OIDC_CLIENT_ID": "profile-poke-web",
+        "REDIS_URL": redis_url,
+        "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback",
+        "SECRET_KEY": secrets.token_urlsafe(32),
+        "SESSION_COOKIE_SECURE": "false",
+        "LOG_LEVEL": "WARNING",
+        "REDIS_KEY_PREFIX": "pp:",
+        "RATE_LIMIT_LOGIN": "1000 per minute",
+    }
     app = create_app(Config(env))
     redis = make_redis(redis_url, socket_timeout=5)
     demo = json.loads((Path(__file__).resolve().parent.parent / "dev" / "demo-users.json").read_text())[0]
@@ -47,8 +54,16 @@ def measure(redis_url: str, issuer: str, app_port: int) -> dict:
         before = _used_memory(redis)
         for index in range(USERS):
             name = f"user{index:06d}"
-            profiles.put(Profile(name, f"@{name}", f"User {index}", sub=secrets.token_hex(16) + "-uuid",
-                                 stats=demo["stats"], aggregate_scores=demo["aggregate_scores"]))  # fmt: skip
+            profiles.put(
+                Profile(
+                    name,
+                    f"@{name}",
+                    f"User {index}",
+                    sub=secrets.token_hex(16) + "-uuid",
+                    stats=demo["stats"],
+                    aggregate_scores=demo["aggregate_scores"],
+                )
+            )
         grown["user"], before = (_used_memory(redis) - before) / USERS, _used_memory(redis)
         for index in range(POKES):
             pokes.try_poke(f"user{index % USERS:06d}", f"user{(index * 7 + 1) % USERS:06d}")
@@ -82,13 +97,15 @@ def report(sizes: dict) -> str:
         "# Redis sizing (redis-server, real dev-provider tokens)\n",
         f"What each item added to `INFO memory` `used_memory` ({USERS:,} users, {POKES:,} pokes, "
         f"{SESSIONS} sign-ins): the figure to size by, as it counts Redis's own per-key overhead.\n",
-        "| item | bytes each (`INFO memory` delta) |", "|---|--:|",
+        "| item | bytes each (`INFO memory` delta) |",
+        "|---|--:|",
         f"| **user** (profile + subject link) | **{grown['user']:.0f}** |",
         f"| **poke cooldown** | **{grown['poke cooldown']:.0f}** |",
         f"| **browser session** (everything a sign-in leaves) | **{grown['browser session']:.0f}** |",
         "",
         "`MEMORY USAGE` of each key, for comparison (it leaves out the keyspace's own bookkeeping):\n",
-        "| key | bytes each |", "|---|--:|",
+        "| key | bytes each |",
+        "|---|--:|",
         *(f"| {name} | {value:.0f} |" for name, value in usage.items()),
         "",
         f"- One million users: {grown['user'] * 1e6 / 2**30:.2f} GiB of profiles (their stats as in the demo data).",
@@ -99,7 +116,7 @@ def report(sizes: dict) -> str:
         "- Throughput: a poke costs one Redis round trip (the poker's profile read and the poke decided by one "
         "Lua script, pipelined), so 1,000 pokes/s is about 2,000 commands/s, far below one Redis core "
         "(~140k simple ops/s here).",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines) + "\n"
 
 

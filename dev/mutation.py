@@ -148,8 +148,10 @@ def main(argv: list[str]) -> int:
     REPORT_MD.write_text(markdown(report))
     score = killed / max(1, len(statuses))
     unexplained = [entry for entry in survived if entry["why"] == "UNEXPLAINED"]
-    print(f"mutation: {killed}/{len(statuses)} killed ({score:.1%}) in {seconds:.0f} s; "
-          f"{len(survived)} survived, {len(unexplained)} unexplained; see {REPORT_MD.relative_to(ROOT)}")  # fmt: skip
+    print(
+        f"mutation: {killed}/{len(statuses)} killed ({score:.1%}) in {seconds:.0f} s; "
+        f"{len(survived)} survived, {len(unexplained)} unexplained; see {REPORT_MD.relative_to(ROOT)}"
+    )
     return 0 if score >= TARGET and not unexplained else 1
 
 

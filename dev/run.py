@@ -50,23 +50,38 @@ def _run(started: list) -> int:
         started.append(start_redis(port, workdir=STATE / "redis"))
         redis_url = f"redis://127.0.0.1:{port}/0"
     base = f"http://127.0.0.1:{APP_PORT}/"
-    started.append(start_idp(IDP_PORT, log_path=STATE / "idp.log", env={
-        "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
-        "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}", "IDP_POST_LOGOUT_REDIRECT_URIS": base,
-        "IDP_BACKCHANNEL_LOGOUT_URI": f"{base}auth/backchannel-logout",
-    }))  # fmt: skip
+    started.append(
+        start_idp(
+            IDP_PORT,
+            log_path=STATE / "idp.log",
+            env={
+                "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
+                "IDP_REDIRECT_URIS": f"{base}auth/callback,{base}",
+                "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+                "IDP_BACKCHANNEL_LOGOUT_URI": f"{base}auth/backchannel-logout",
+            },
+        )
+    )
     env = {
-        "OIDC_ISSUER_URL": idp_issuer(IDP_PORT), "OIDC_CLIENT_ID": "profile-poke-web",
-        "OIDC_REDIRECT_URI": f"{base}auth/callback", "SESSION_COOKIE_SECURE": "false",
-        "REDIS_URL": redis_url, "SECRET_KEY": dev_secrets["SECRET_KEY"],
+        "OIDC_ISSUER_URL": idp_issuer(IDP_PORT),
+        "OIDC_CLIENT_ID": "profile-poke-web",
+        "OIDC_REDIRECT_URI": f"{base}auth/callback",
+        "SESSION_COOKIE_SECURE": "false",
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": dev_secrets["SECRET_KEY"],
         "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
-    }  # fmt: skip
+    }
     _write_env(env)
-    subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
-                   env={**os.environ, **env}, cwd=ROOT, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
+        env={**os.environ, **env},
+        cwd=ROOT,
+        check=True,
+    )
     app = start_gunicorn(APP_PORT, env=env, workers=2)
     started.append(app)
-    print(f"""
+    print(
+        f"""
 Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis: {redis_url}).
 
   Demo page       {base}   (sign in as alice, bob, carol or erin; password: demo; dave is disabled)
@@ -74,7 +89,9 @@ Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis:
   User token      make token USER=alice      (code + PKCE flow, driven headlessly)
   App token       make app-token             (client credentials)
   Stop            Ctrl-C
-""", flush=True)  # fmt: skip
+""",
+        flush=True,
+    )
     while app.alive():
         time.sleep(0.5)
     print("gunicorn stopped", file=sys.stderr)

@@ -143,8 +143,20 @@ def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -
     if binary is None:
         raise StartFailed("redis-server is not installed (make installs Debian's redis-server package)")
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", str(workdir), *extra_args]  # fmt: skip
+    argv = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(workdir),
+        *extra_args,
+    ]
     process = Process(f"redis:{port}", argv, log_path=workdir / f"redis-{port}.log")
     process.wait_until(lambda: _redis_ping(port))
     return process
@@ -153,16 +165,35 @@ def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -
 def start_redis_cluster(ports: list[int], *, workdir: Path) -> list[Process]:
     """A real Redis Cluster of one master per port (no replicas), slots assigned, state ok."""
     nodes = [
-        start_redis(port, workdir=workdir, extra_args=("--cluster-enabled", "yes", "--cluster-config-file",
-                                                        f"nodes-{port}.conf", "--cluster-node-timeout", "2000"))
+        start_redis(
+            port,
+            workdir=workdir,
+            extra_args=(
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                f"nodes-{port}.conf",
+                "--cluster-node-timeout",
+                "2000",
+            ),
+        )
         for port in ports
-    ]  # fmt: skip
+    ]
     try:
         subprocess.run(
-            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{port}" for port in ports),
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+            [
+                "redis-cli",
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{port}" for port in ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         nodes[0].wait_until(lambda: all(_cluster_ok(port) for port in ports))
     except BaseException:
         for node in nodes:
@@ -186,9 +217,11 @@ def start_idp(port: int, *, env: dict, log_path: Path) -> Process:
     """The dev identity provider on 127.0.0.1:`port`, ready once discovery answers."""
     issuer = idp_issuer(port)
     process = Process(
-        f"idp:{port}", ["node", str(IDP_DIR / "server.js")], log_path=log_path,
+        f"idp:{port}",
+        ["node", str(IDP_DIR / "server.js")],
+        log_path=log_path,
         env={"IDP_HOST": "127.0.0.1", "IDP_PORT": str(port), **env},
-    )  # fmt: skip
+    )
     process.wait_until(lambda: requests.get(f"{issuer}/.well-known/openid-configuration", timeout=1).ok, timeout=60)
     return process
 
@@ -200,8 +233,17 @@ def idp_issuer(port: int) -> str:
 def start_gunicorn(port: int, *, env: dict, log_path: Path | None = None, workers: int | None = 2) -> Process:
     """The app under gunicorn with the production config, on 127.0.0.1:`port`, ready once it answers;
     `workers=None` keeps the config's own worker count."""
-    argv = [sys.executable, "-m", "gunicorn", "--config", str(ROOT / "gunicorn.conf.py"),
-            "--bind", f"127.0.0.1:{port}", *(["--workers", str(workers)] if workers else []), "wsgi:app"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        str(ROOT / "gunicorn.conf.py"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        *(["--workers", str(workers)] if workers else []),
+        "wsgi:app",
+    ]
     process = Process(f"app:{port}", argv, log_path=log_path, env=env)
     process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=1).ok)
     return process

@@ -50,10 +50,15 @@ class BrowserSessions:
             # time since the last use is what the expiry has lost since.
             idle = min(self._idle_timeout, entry["ends"] - now)
             last_used = max(entry["started"], now - max(0.0, idle - ttl_ms / 1000))
-            sessions.append({
-                "id": session_id, "started_at": _iso(entry["started"]), "last_used_at": _iso(last_used),
-                "user_agent": entry["user_agent"], "current": session_id == current["id"],
-            })  # fmt: skip
+            sessions.append(
+                {
+                    "id": session_id,
+                    "started_at": _iso(entry["started"]),
+                    "last_used_at": _iso(last_used),
+                    "user_agent": entry["user_agent"],
+                    "current": session_id == current["id"],
+                }
+            )
         self._index.forget(sub=current["sub"], session_ids=gone)
         return sorted(sessions, key=lambda session: session["started_at"], reverse=True)
 

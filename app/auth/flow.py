@@ -159,10 +159,13 @@ class SignIn:
         current_app.session_interface.regenerate(session)
         session.clear()
         record = self._session_tokens.start(
-            session.sid, username=profile.username, sub=claims["sub"], response=response,
+            session.sid,
+            username=profile.username,
+            sub=claims["sub"],
+            response=response,
             provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
             user_agent=user_agent_label(request.headers.get("User-Agent")),
-        )  # fmt: skip
+        )
         session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
 
     def session_info(self) -> dict:

@@ -24,9 +24,16 @@ log = logging.getLogger(__name__)
 TOKEN_REQUEST_PARAMS = ("resource",)
 REFUSALS = (400, 401)
 FLOW_PARAMS = {
-    "client_id", "response_type", "redirect_uri", "scope", "state", "nonce", "code_challenge", "code_challenge_method",
+    "client_id",
+    "response_type",
+    "redirect_uri",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
     "code_verifier",
-}  # fmt: skip
+}
 
 
 class RefreshRejected(Exception):

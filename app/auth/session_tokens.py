@@ -73,9 +73,15 @@ class SessionTokens:
         self._session_users: dict[str, str] = {}
 
     def start(
-        self, sid: str, *, username: str, sub: str, response: dict, provider_sid: str | None = None,
+        self,
+        sid: str,
+        *,
+        username: str,
+        sub: str,
+        response: dict,
+        provider_sid: str | None = None,
         user_agent: str = "unknown browser",
-    ) -> dict:  # fmt: skip
+    ) -> dict:
         """Store the token response of a fresh sign-in as the token set of session `sid`, and index the
         session under its user and its provider session (`provider_sid`, the ID token's `sid`)."""
         now = time.time()
@@ -125,8 +131,12 @@ class SessionTokens:
         for old in self._fallbacks:
             stored = self._token_sets.move(session_ref(old, sid), ref)
             if stored:
-                entry = {"ref": ref, "started": stored["started"], "ends": stored["ends"],
-                         "user_agent": stored.get("user_agent", "unknown browser")}  # fmt: skip
+                entry = {
+                    "ref": ref,
+                    "started": stored["started"],
+                    "ends": stored["ends"],
+                    "user_agent": stored.get("user_agent", "unknown browser"),
+                }
                 self._index.add(
                     sub=stored["sub"], session_id=stored["id"], entry=entry, provider_sid=stored.get("provider_sid")
                 )

@@ -84,9 +84,12 @@ class BffSessionInterface(RedisSessionInterface):
             # __Host- cookie: delete it here with the attributes it was set with.
             self._delete_session(self._get_store_id(session.sid))
             response.delete_cookie(
-                self.get_cookie_name(app), path="/", secure=self.get_cookie_secure(app),
-                httponly=True, samesite=self.get_cookie_samesite(app),
-            )  # fmt: skip
+                self.get_cookie_name(app),
+                path="/",
+                secure=self.get_cookie_secure(app),
+                httponly=True,
+                samesite=self.get_cookie_samesite(app),
+            )
             response.vary.add("Cookie")
             return
         super().save_session(app, session, response)

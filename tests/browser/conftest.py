@@ -16,9 +16,15 @@ from tests.helpers.real_services import (  # noqa: F401 - the real Redis, provid
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling hosts this closed network refuses.
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 @pytest.fixture(scope="session")

@@ -89,7 +89,7 @@ def delete_prefix(url: str, prefix: str) -> None:
 def integration_env(idp: Idp, redis_url: str, index: int = 0, **overrides) -> dict:
     """The environment of an app instance that talks to the real Redis and the real provider."""
     settings = {"REDIS_URL": redis_url, "OIDC_REDIRECT_URI": idp.redirect_uri(index), "LOGIN_CLIENT_IDS": LOGIN_CLIENTS}
-    return app_env(idp.issuer, **{**settings, **overrides})  # fmt: skip
+    return app_env(idp.issuer, **{**settings, **overrides})
 
 
 def import_demo_users(app) -> None:
@@ -108,8 +108,11 @@ def start_live_app(env: dict, port: int, workdir, workers: int | None = 2) -> tu
     """The app under gunicorn on `port` with `env`, demo users imported by the real CLI."""
     subprocess.run(
         [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", str(DEMO_USERS)],
-        env={**os.environ, **env}, cwd=ROOT, check=True, capture_output=True,
-    )  # fmt: skip
+        env={**os.environ, **env},
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     log_path = workdir / f"app-{port}.log"
     server = start_gunicorn(port, env=env, log_path=log_path, workers=workers)
     return server, LiveApp(f"http://127.0.0.1:{port}", env, log_path)

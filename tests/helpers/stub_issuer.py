@@ -53,10 +53,17 @@ class StubIssuer:
     def access_claims(self, **overrides) -> dict:
         now = int(time.time())
         claims = {
-            "iss": self.issuer, "sub": "user-sub-1", "aud": "profile-poke-api", "client_id": "profile-poke-web",
-            "scope": "svc:profile.private svc:interact.poke", "iat": now, "exp": now + 300, "jti": "j1",
-            "preferred_username": "alice", "name": "Alice Liddell",
-        }  # fmt: skip
+            "iss": self.issuer,
+            "sub": "user-sub-1",
+            "aud": "profile-poke-api",
+            "client_id": "profile-poke-web",
+            "scope": "svc:profile.private svc:interact.poke",
+            "iat": now,
+            "exp": now + 300,
+            "jti": "j1",
+            "preferred_username": "alice",
+            "name": "Alice Liddell",
+        }
         claims.update(overrides)
         return {name: value for name, value in claims.items() if value is not None}
 
@@ -88,8 +95,12 @@ class StubIssuer:
 
     def discovery(self) -> dict:
         """The discovery document."""
-        return {"issuer": self.issuer, "jwks_uri": f"{self.issuer}/certs",
-                "authorization_endpoint": f"{self.issuer}/auth", "token_endpoint": f"{self.issuer}/token"}  # fmt: skip
+        return {
+            "issuer": self.issuer,
+            "jwks_uri": f"{self.issuer}/certs",
+            "authorization_endpoint": f"{self.issuer}/auth",
+            "token_endpoint": f"{self.issuer}/token",
+        }
 
     def answer(self, method: str, path: str, params: dict, headers) -> tuple[int, dict, dict | None]:
         """Status, headers and JSON body for a request whose query or form fields are `params`."""

@@ -34,8 +34,12 @@ class StubOP(StubIssuer):
     def discovery(self) -> dict:
         """The discovery document, with the end-session endpoint and the token endpoint a test may move."""
         logout, revoke = f"{self.issuer}/logout", f"{self.issuer}/revoke"
-        return {**super().discovery(), "token_endpoint": self.token_endpoint, "end_session_endpoint": logout,
-                "revocation_endpoint": revoke}  # fmt: skip
+        return {
+            **super().discovery(),
+            "token_endpoint": self.token_endpoint,
+            "end_session_endpoint": logout,
+            "revocation_endpoint": revoke,
+        }
 
     def answer(self, method: str, path: str, params: dict, headers) -> tuple[int, dict, dict | None]:
         """The authorization, token and revocation endpoints; everything else as the stub issuer."""
@@ -82,11 +86,24 @@ class StubOP(StubIssuer):
 
     def _token_response(self, grant: dict) -> dict:
         now = int(time.time())
-        claims = {"iss": self.issuer, "sub": "user-sub-1", "aud": grant["client_id"], "exp": now + 300, "iat": now,
-                  "nonce": grant["nonce"], "preferred_username": "alice", "name": "Alice Liddell"}  # fmt: skip
+        claims = {
+            "iss": self.issuer,
+            "sub": "user-sub-1",
+            "aud": grant["client_id"],
+            "exp": now + 300,
+            "iat": now,
+            "nonce": grant["nonce"],
+            "preferred_username": "alice",
+            "name": "Alice Liddell",
+        }
         access_token = self.sign(self.access_claims(client_id=grant["client_id"], jti=secrets.token_hex(8)))
-        response = {"access_token": access_token, "token_type": "Bearer", "expires_in": self.expires_in,
-                    "refresh_token": secrets.token_urlsafe(32), "scope": SCOPE}  # fmt: skip
+        response = {
+            "access_token": access_token,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "refresh_token": secrets.token_urlsafe(32),
+            "scope": SCOPE,
+        }
         id_token = self.id_token(claims)
         response = {**response, "id_token": id_token, **self.token_changes}
         return {name: value for name, value in response.items() if value is not None}

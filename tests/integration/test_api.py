@@ -29,9 +29,11 @@ def test_public_profile_is_returned_directly(client):
     response = client.get("/api/v1/users/alice")
     assert response.status_code == 200
     assert response.json == {
-        "username": "alice", "handle": "@alice", "display_name": "Alice Liddell",
+        "username": "alice",
+        "handle": "@alice",
+        "display_name": "Alice Liddell",
         "aggregate_scores": {"overall": 87.5, "activity": 92},
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("name", ["ALICE", "Alice", "aLiCe"])
@@ -58,18 +60,22 @@ def test_own_profile_with_a_user_token(client, idp):
     response = client.get("/api/v1/me/profile", headers=bearer(idp.user_token("alice")))
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "no-store"
-    assert response.json == {"data": {
-        "handle": "@alice", "display_name": "Alice Liddell",
-        "stats": {"steam": {"hours_played": 1204, "achievements": 311}, "github": {"commits": 2048, "stars": 95}},
-        "aggregate_scores": {"overall": 87.5, "activity": 92},
-    }}  # fmt: skip
+    assert response.json == {
+        "data": {
+            "handle": "@alice",
+            "display_name": "Alice Liddell",
+            "stats": {"steam": {"hours_played": 1204, "achievements": 311}, "github": {"commits": 2048, "stars": 95}},
+            "aggregate_scores": {"overall": 87.5, "activity": 92},
+        }
+    }
 
 
 def test_first_sight_of_a_subject_creates_its_profile(client, idp):
     response = client.get("/api/v1/me/profile", headers=bearer(idp.user_token("erin")))
     assert response.status_code == 200
-    assert response.json == {"data": {"handle": "erin", "display_name": "Erin Brockovich", "stats": {},
-                                      "aggregate_scores": {}}}  # fmt: skip
+    assert response.json == {
+        "data": {"handle": "erin", "display_name": "Erin Brockovich", "stats": {}, "aggregate_scores": {}}
+    }
     assert client.get("/api/v1/users/erin").status_code == 200
 
 
@@ -188,8 +194,9 @@ def test_refused_pokes_answer_with_the_poke_body_and_write_nothing(client, idp, 
 
 
 def test_malformed_json_is_a_400(client, idp):
-    response = client.post("/api/v1/pokes", data="{not json", content_type="application/json",
-                           headers=bearer(idp.user_token("alice")))  # fmt: skip
+    response = client.post(
+        "/api/v1/pokes", data="{not json", content_type="application/json", headers=bearer(idp.user_token("alice"))
+    )
     assert (response.status_code, response.json) == (400, {"success": False, "error": "request body is not valid JSON"})
 
 
@@ -199,8 +206,12 @@ def test_a_huge_body_is_a_413(client, idp):
 
 
 def test_a_non_json_content_type_is_a_415(client, idp):
-    response = client.post("/api/v1/pokes", data="username=bob", content_type="application/x-www-form-urlencoded",
-                           headers=bearer(idp.user_token("alice")))  # fmt: skip
+    response = client.post(
+        "/api/v1/pokes",
+        data="username=bob",
+        content_type="application/x-www-form-urlencoded",
+        headers=bearer(idp.user_token("alice")),
+    )
     assert (response.status_code, response.json) == (
         415,
         {"success": False, "error": "Content-Type must be application/json"},
@@ -222,11 +233,14 @@ def test_fifty_simultaneous_pokes_of_one_target_succeed_exactly_once(live_app, i
     assert all(COOLDOWN_MESSAGE.fullmatch(r.json()["error"]) for r in responses if r.status_code == 400)
 
 
-@pytest.mark.parametrize(("method", "path", "status", "code"), [
-    ("get", "/api/v1/nothing-here", 404, "not_found"),
-    ("delete", "/api/v1/pokes", 405, "method_not_allowed"),
-    ("put", "/api/v1/me/profile", 405, "method_not_allowed"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("get", "/api/v1/nothing-here", 404, "not_found"),
+        ("delete", "/api/v1/pokes", 405, "method_not_allowed"),
+        ("put", "/api/v1/me/profile", 405, "method_not_allowed"),
+    ],
+)
 def test_unknown_routes_and_methods_get_the_json_envelope(client, method, path, status, code):
     response = getattr(client, method)(path)
     assert response.status_code == status

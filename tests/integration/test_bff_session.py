@@ -54,8 +54,9 @@ def test_no_token_reaches_the_browser(app, redis):
     client = signed_in_client(app, "alice")
     tokens = stored_session_tokens(app, client)
     secrets_held = [tokens["access_token"], tokens["refresh_token"], tokens["id_token"]]
-    bodies = [client.get(path, headers=CSRF).get_data(as_text=True)
-              for path in ("/auth/session", "/api/v1/me/profile", "/")]  # fmt: skip
+    bodies = [
+        client.get(path, headers=CSRF).get_data(as_text=True) for path in ("/auth/session", "/api/v1/me/profile", "/")
+    ]
     for body in bodies:
         assert not any(secret in body for secret in secrets_held)
     assert all(len(cookie.value) < 100 for cookie in client._cookies.values())
@@ -124,9 +125,15 @@ def test_logout_by_get_is_not_allowed(app):
 def _spa_authorization(idp, redirect_uri):
     verifier = secrets.token_urlsafe(64)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    params = {"client_id": "profile-poke-web", "response_type": "code", "redirect_uri": redirect_uri,
-              "scope": "openid svc:profile.private svc:interact.poke", "state": secrets.token_urlsafe(16),
-              "code_challenge": challenge, "code_challenge_method": "S256"}  # fmt: skip
+    params = {
+        "client_id": "profile-poke-web",
+        "response_type": "code",
+        "redirect_uri": redirect_uri,
+        "scope": "openid svc:profile.private svc:interact.poke",
+        "state": secrets.token_urlsafe(16),
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
     url = f"{oidc_driver.discover(idp.issuer)['authorization_endpoint']}?{urlencode(params)}"
     callback = oidc_driver.login_at_idp(requests.Session(), url, "carol", PASSWORD)
     return query_of(callback)["code"], verifier
@@ -136,8 +143,9 @@ def test_spa_exchange_signs_in_without_returning_a_token(app, idp):
     base = app.config["BASE_URL"]
     code, verifier = _spa_authorization(idp, base)
     client = app.test_client()
-    response = client.post("/auth/exchange", json={"code": code, "code_verifier": verifier, "redirect_uri": base},
-                           headers=CSRF)  # fmt: skip
+    response = client.post(
+        "/auth/exchange", json={"code": code, "code_verifier": verifier, "redirect_uri": base}, headers=CSRF
+    )
     assert response.status_code == 200
     assert response.json["authenticated"] is True and response.json["user"] == "carol"
     assert "token" not in response.get_data(as_text=True).replace("idle_timeout", "")
@@ -149,8 +157,9 @@ def test_spa_exchange_refuses_a_foreign_redirect_uri(app, idp):
     code, verifier = _spa_authorization(idp, foreign)
     idp.reset_stats()
     client = app.test_client()
-    response = client.post("/auth/exchange", json={"code": code, "code_verifier": verifier, "redirect_uri": foreign},
-                           headers=CSRF)  # fmt: skip
+    response = client.post(
+        "/auth/exchange", json={"code": code, "code_verifier": verifier, "redirect_uri": foreign}, headers=CSRF
+    )
     assert (response.status_code, response.json["error"]) == (
         400,
         {"code": "invalid_request", "message": "redirect_uri is not one this app accepts"},

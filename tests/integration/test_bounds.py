@@ -76,8 +76,9 @@ def test_junk_exchanges_reach_the_token_endpoint_no_more_often_than_the_limit(ma
     answers = [client.post("/auth/exchange", json=junk, headers=CSRF) for _ in range(6)]
     assert [answer.status_code for answer in answers] == [400, 400, 429, 429, 429, 429]
     assert answers[-1].json["error"] == {
-        "code": "too_many_requests", "message": "too many requests from this address; try again later",
-    }  # fmt: skip
+        "code": "too_many_requests",
+        "message": "too many requests from this address; try again later",
+    }
     assert int(answers[-1].headers["Retry-After"]) > 0
     assert idp.stats()["token"]["authorization_code"] == 2
 

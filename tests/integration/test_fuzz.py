@@ -14,9 +14,12 @@ from tests.helpers.real_services import delete_prefix, import_demo_users, integr
 
 pytestmark = pytest.mark.integration
 FUZZ = settings(
-    max_examples=150, derandomize=True, deadline=None, database=None,
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    database=None,
     suppress_health_check=list(HealthCheck),
-)  # fmt: skip
+)
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,11 @@ def bearer(token: str) -> dict:
 def introspecting_app(make_app, idp):
     def build(**overrides):
         settings = {
-            "ACCESS_TOKEN_VALIDATION": "introspection", "INTROSPECTION_CLIENT_ID": "profile-poke-service",
-            "INTROSPECTION_CLIENT_SECRET": idp.secret, "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
-        }  # fmt: skip
+            "ACCESS_TOKEN_VALIDATION": "introspection",
+            "INTROSPECTION_CLIENT_ID": "profile-poke-service",
+            "INTROSPECTION_CLIENT_SECRET": idp.secret,
+            "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
+        }
         return make_app(**{**settings, **overrides})
 
     return build

@@ -103,8 +103,15 @@ def test_every_counter_moves_with_real_traffic_and_no_label_names_a_user_token_o
     assert value(during, "pp_active_sessions") == value(before, "pp_active_sessions") + 1
     assert value(after, "pp_active_sessions") == value(before, "pp_active_sessions")
     assert "_created" not in text, "not the multiprocess registry: one scrape would miss other workers' counts"
-    for secret in ("alice", "carol", "nobody-by-that-name", "xyzzy", "/api/v1/users/bob", bearer,
-                   browser.cookies.get(SESSION_COOKIE) or "cookie-gone"):  # fmt: skip
+    for secret in (
+        "alice",
+        "carol",
+        "nobody-by-that-name",
+        "xyzzy",
+        "/api/v1/users/bob",
+        bearer,
+        browser.cookies.get(SESSION_COOKIE) or "cookie-gone",
+    ):
         assert secret not in text, "a label names a user, a token or a raw path"
 
 

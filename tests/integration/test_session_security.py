@@ -85,8 +85,9 @@ def test_another_users_session_or_an_unknown_id_is_a_404(app):
     for session_id in (bobs["id"], "no-such-session"):
         response = alice.delete(f"/auth/sessions/{session_id}", headers=CSRF)
         assert (response.status_code, response.json["error"]) == (
-            404, {"code": "not_found", "message": "no such session of yours"},
-        )  # fmt: skip
+            404,
+            {"code": "not_found", "message": "no such session of yours"},
+        )
     assert bob.get("/api/v1/me/profile", headers=CSRF).status_code == 200
 
 

@@ -62,9 +62,20 @@ def test_the_callback_redirects_to_the_guarded_return_to(app, idp):
 
 @pytest.mark.parametrize(
     "target",
-    ["//evil.example", "https://evil.example", "/\\evil.example", "\\\\evil.example", "HtTpS://evil.example",
-     "//evil.example/%2F..", "/%5Cevil.example/../", "javascript:alert(1)", "/\tevil", " /x", ""],
-)  # fmt: skip
+    [
+        "//evil.example",
+        "https://evil.example",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "HtTpS://evil.example",
+        "//evil.example/%2F..",
+        "/%5Cevil.example/../",
+        "javascript:alert(1)",
+        "/\tevil",
+        " /x",
+        "",
+    ],
+)
 def test_open_redirects_through_return_to_fall_back_to_the_root(app, target):
     client = app.test_client()
     authorize = start_login(client, return_to=target)
@@ -151,10 +162,15 @@ def test_an_error_callback_shows_the_escaped_error_and_exchanges_nothing(app, id
     client = app.test_client()
     state = query_of(start_login(client))["state"]
     idp.reset_stats()
-    response = client.get("/auth/callback", query_string={
-        "state": state, "error": "access_denied", "error_description": "<script>alert(1)</script> said no",
-        "iss": idp.issuer,
-    })  # fmt: skip
+    response = client.get(
+        "/auth/callback",
+        query_string={
+            "state": state,
+            "error": "access_denied",
+            "error_description": "<script>alert(1)</script> said no",
+            "iss": idp.issuer,
+        },
+    )
     page = response.get_data(as_text=True)
     assert response.status_code == 400
     assert "access_denied" in page

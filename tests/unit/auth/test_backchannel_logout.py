@@ -47,8 +47,16 @@ def signed_in(app):
 
 def logout_token(op, *, header=None, **changes) -> str:
     now = int(time.time())
-    claims = {"iss": op.issuer, "aud": "profile-poke-web", "iat": now, "exp": now + 120, "jti": str(uuid.uuid4()),
-              "events": EVENT, "sub": "user-sub-1", "sid": "op-session-1"}  # fmt: skip
+    claims = {
+        "iss": op.issuer,
+        "aud": "profile-poke-web",
+        "iat": now,
+        "exp": now + 120,
+        "jti": str(uuid.uuid4()),
+        "events": EVENT,
+        "sub": "user-sub-1",
+        "sid": "op-session-1",
+    }
     claims.update(changes)
     return op.sign({k: v for k, v in claims.items() if v is not None}, header={"typ": "logout+jwt", **(header or {})})
 

@@ -173,9 +173,13 @@ def spa_authorization(op, *, redirect_uri: str, nonce: str = "spa-nonce") -> tup
     its verifier."""
     verifier = secrets.token_urlsafe(48)
     query = {
-        "client_id": CLIENT_ID, "redirect_uri": redirect_uri, "state": "spa-state", "nonce": nonce,
-        "code_challenge": b64url(hashlib.sha256(verifier.encode()).digest()), "code_challenge_method": "S256",
-    }  # fmt: skip
+        "client_id": CLIENT_ID,
+        "redirect_uri": redirect_uri,
+        "state": "spa-state",
+        "nonce": nonce,
+        "code_challenge": b64url(hashlib.sha256(verifier.encode()).digest()),
+        "code_challenge_method": "S256",
+    }
     answer = requests.get(f"{op.issuer}/auth?{urlencode(query)}", allow_redirects=False, timeout=5)
     return dict(parse_qsl(urlsplit(answer.headers["Location"]).query))["code"], verifier
 

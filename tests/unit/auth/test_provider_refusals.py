@@ -90,8 +90,9 @@ def test_a_malformed_refresh_answer_is_503_and_the_session_stays(op, fake_redis,
     op.token_failure = (200, MALFORMED[case])
     response = client.get("/api/v1/me/profile", headers=CSRF)
     assert (response.status_code, response.json["error"]) == (
-        503, {"code": "unavailable", "message": "the identity provider is unavailable"},
-    )  # fmt: skip
+        503,
+        {"code": "unavailable", "message": "the identity provider is unavailable"},
+    )
     assert op.token_requests[-1]["grant_type"] == "refresh_token"
     assert client.get("/auth/session").json["authenticated"] is True
     assert fake_redis.keys("*:tokens:*") != []

@@ -37,9 +37,15 @@ def token_sets(fake_redis):
 @pytest.fixture
 def tokens(token_sets, login_client):
     return SessionTokens(
-        token_sets, login_client, SessionIndex(token_sets._redis, KEYS), secret_key=SECRET, idle_timeout=IDLE,
-        max_age=28800, idp_timeout=0.05, refresh_wait=0.3,
-    )  # fmt: skip
+        token_sets,
+        login_client,
+        SessionIndex(token_sets._redis, KEYS),
+        secret_key=SECRET,
+        idle_timeout=IDLE,
+        max_age=28800,
+        idp_timeout=0.05,
+        refresh_wait=0.3,
+    )
 
 
 def sign_in(tokens, *, expires_in: int, refresh_token: str | None = "rt-0") -> dict:
@@ -428,9 +434,14 @@ def test_a_migrated_session_is_listed_under_its_new_name_with_its_start_end_and_
 
 def test_migrating_never_overwrites_a_session_stored_under_the_new_key(rotated, token_sets, login_client):
     current = SessionTokens(
-        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        token_sets,
+        login_client,
+        index_of(token_sets),
+        secret_key=SECRET,
+        idle_timeout=IDLE,
+        max_age=28800,
         idp_timeout=0.05,
-    )  # fmt: skip
+    )
     current.start(SID, username="alice", sub="sub-alice", response={"access_token": "at-current", "expires_in": 300})
     rotated.migrate(SID)
     assert rotated.credential_for_cookie(SID).access_token == "at-current"

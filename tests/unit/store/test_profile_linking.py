@@ -99,9 +99,15 @@ def test_integer_scores_come_back_as_integers(stub_issuer, fake_redis):
     app = make_app(stub_issuer, fake_redis)
     with app.app_context():
         services().store.profiles.put(
-            Profile("alice", "@alice", "Alice", sub="alice-sub", stats={"steam": {"hours": 92}},
-                    aggregate_scores={"overall": 92, "activity": 87.5})
-        )  # fmt: skip
+            Profile(
+                "alice",
+                "@alice",
+                "Alice",
+                sub="alice-sub",
+                stats={"steam": {"hours": 92}},
+                aggregate_scores={"overall": 92, "activity": 87.5},
+            )
+        )
     own = call(app, stub_issuer, sub="alice-sub").json["data"]
     public = app.test_client().get("/api/v1/users/alice").json
     for body in (own, public):

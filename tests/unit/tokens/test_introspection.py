@@ -43,9 +43,16 @@ class IntrospectingIssuer(StubIssuer):
                 return self.failure[0], {}, self.failure[1]
             if not self.active:
                 return 200, {}, {"active": False}
-            claims = {"active": True, "iss": self.issuer, "aud": "profile-poke-api", "sub": "user-sub-1",
-                      "client_id": "profile-poke-web", "scope": "svc:profile.private",
-                      "exp": int(time.time()) + self.exp_in, "token_type": "Bearer"}  # fmt: skip
+            claims = {
+                "active": True,
+                "iss": self.issuer,
+                "aud": "profile-poke-api",
+                "sub": "user-sub-1",
+                "client_id": "profile-poke-web",
+                "scope": "svc:profile.private",
+                "exp": int(time.time()) + self.exp_in,
+                "token_type": "Bearer",
+            }
             claims = {**(self.active_answer or claims), **self.changes}
             return 200, {}, {name: value for name, value in claims.items() if value is not None}
         return super().answer(method, path, params, headers)
@@ -59,8 +66,12 @@ def stub():
 
 
 def client_for(stub, **env):
-    settings = {"ACCESS_TOKEN_VALIDATION": "introspection", "INTROSPECTION_CLIENT_ID": "api",
-                "INTROSPECTION_CLIENT_SECRET": "api-secret", **env}  # fmt: skip
+    settings = {
+        "ACCESS_TOKEN_VALIDATION": "introspection",
+        "INTROSPECTION_CLIENT_ID": "api",
+        "INTROSPECTION_CLIENT_SECRET": "api-secret",
+        **env,
+    }
     app = create_app(Config(app_env(stub.issuer, **settings)), redis=fakeredis.FakeRedis())
     with app.app_context():
         services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
@@ -119,10 +130,19 @@ def test_an_okta_introspection_answer_gives_its_user_the_scopes_it_names(stub):
     now = int(time.time())
     # Okta's documented answer: RFC 7662 names (scope, client_id), not its access tokens' scp and cid.
     stub.active_answer = {
-        "active": True, "scope": "openid svc:profile.private", "username": "alice@example.com", "exp": now + 300,
-        "iat": now, "sub": "alice@example.com", "aud": "profile-poke-api", "iss": stub.issuer, "jti": "AT.okta-1",
-        "token_type": "Bearer", "client_id": "profile-poke-web", "uid": "user-sub-1",
-    }  # fmt: skip
+        "active": True,
+        "scope": "openid svc:profile.private",
+        "username": "alice@example.com",
+        "exp": now + 300,
+        "iat": now,
+        "sub": "alice@example.com",
+        "aud": "profile-poke-api",
+        "iss": stub.issuer,
+        "jti": "AT.okta-1",
+        "token_type": "Bearer",
+        "client_id": "profile-poke-web",
+        "uid": "user-sub-1",
+    }
     response = read(client_for(stub, OIDC_PROVIDER_PROFILE="okta"))
     assert response.status_code == 200, response.json
     assert response.json["data"]["handle"] == "@alice"
@@ -148,10 +168,15 @@ def test_an_active_answer_that_does_not_fit_is_refused_naming_why(stub, changes,
 
 @pytest.mark.parametrize(
     "changes",
-    [{"iss": None}, {"aud": None}, {"aud": ["another-api", "profile-poke-api"]}, {"token_type": None},
-     {"token_type": "access_token"}],
+    [
+        {"iss": None},
+        {"aud": None},
+        {"aud": ["another-api", "profile-poke-api"]},
+        {"token_type": None},
+        {"token_type": "access_token"},
+    ],
     ids=["no iss", "no aud", "an audience list naming this API", "no token_type", "token_type access_token"],
-)  # fmt: skip
+)
 def test_an_active_answer_may_leave_out_what_rfc_7662_makes_optional(stub, changes):
     stub.changes = changes
     assert read(client_for(stub)).status_code == 200
@@ -236,7 +261,13 @@ def test_each_introspection_is_counted_as_a_provider_call(stub, monkeypatch):
 def test_an_answer_naming_scopes_in_the_profiles_own_claim_is_read_from_it(stub):
     now = int(time.time())
     stub.active_answer = {
-        "active": True, "scp": ["openid", "svc:profile.private"], "exp": now + 300, "sub": "alice@example.com",
-        "aud": "profile-poke-api", "iss": stub.issuer, "client_id": "profile-poke-web", "uid": "user-sub-1",
-    }  # fmt: skip
+        "active": True,
+        "scp": ["openid", "svc:profile.private"],
+        "exp": now + 300,
+        "sub": "alice@example.com",
+        "aud": "profile-poke-api",
+        "iss": stub.issuer,
+        "client_id": "profile-poke-web",
+        "uid": "user-sub-1",
+    }
     assert read(client_for(stub, OIDC_PROVIDER_PROFILE="okta")).status_code == 200

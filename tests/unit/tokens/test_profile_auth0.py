@@ -22,27 +22,41 @@ USERNAME_CLAIM = "https://example.com/username"
 def auth0_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "iss": api.stub.issuer, "sub": USER, "aud": [API, f"{api.stub.issuer}userinfo"], "azp": CLIENT,
-        "exp": now + 300, "iat": now, "scope": "openid profile svc:profile.private svc:interact.poke",
-    }  # fmt: skip
+        "iss": api.stub.issuer,
+        "sub": USER,
+        "aud": [API, f"{api.stub.issuer}userinfo"],
+        "azp": CLIENT,
+        "exp": now + 300,
+        "iat": now,
+        "scope": "openid profile svc:profile.private svc:interact.poke",
+    }
     return {**claims, **overrides}
 
 
 def m2m_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "iss": api.stub.issuer, "sub": f"{CLIENT}@clients", "aud": API, "azp": CLIENT, "gty": "client-credentials",
-        "exp": now + 300, "iat": now, "scope": "svc:profile.private svc:interact.poke",
-    }  # fmt: skip
+        "iss": api.stub.issuer,
+        "sub": f"{CLIENT}@clients",
+        "aud": API,
+        "azp": CLIENT,
+        "gty": "client-credentials",
+        "exp": now + 300,
+        "iat": now,
+        "scope": "svc:profile.private svc:interact.poke",
+    }
     return {**claims, **overrides}
 
 
 @pytest.fixture
 def api(vendor_api):
     api = vendor_api(
-        trailing_slash=True, OIDC_PROVIDER_PROFILE="auth0", API_AUDIENCE=API, OIDC_CLIENT_ID=CLIENT,
+        trailing_slash=True,
+        OIDC_PROVIDER_PROFILE="auth0",
+        API_AUDIENCE=API,
+        OIDC_CLIENT_ID=CLIENT,
         OIDC_AUTH_PARAMS=f"audience={API}",
-    )  # fmt: skip
+    )
     api.add_profile("alice", sub=USER)
     return api
 
@@ -98,9 +112,12 @@ def test_unlinked_user_without_a_username_claim_has_no_profile(api):
 
 def test_a_namespaced_username_claim_creates_the_profile(vendor_api):
     api = vendor_api(
-        trailing_slash=True, OIDC_PROVIDER_PROFILE="auth0", API_AUDIENCE=API, OIDC_CLIENT_ID=CLIENT,
+        trailing_slash=True,
+        OIDC_PROVIDER_PROFILE="auth0",
+        API_AUDIENCE=API,
+        OIDC_CLIENT_ID=CLIENT,
         TOKEN_USERNAME_CLAIM=USERNAME_CLAIM,
-    )  # fmt: skip
+    )
     response = api.call(auth0_claims(api, sub="auth0|777", **{USERNAME_CLAIM: "Zoe"}))
     assert response.status_code == 200
     assert api.profile("zoe").sub == "auth0|777"

@@ -25,29 +25,50 @@ POKE = "profile-poke/interact.poke"
 def cognito_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "sub": USER, "cognito:groups": ["testgroup"], "iss": api.stub.issuer, "version": 2, "client_id": CLIENT,
-        "origin_jti": "ffffffff-gggg", "event_id": "9999", "token_use": "access",
-        "scope": f"openid profile {PROFILE} {POKE}", "auth_time": now - 10, "exp": now + 300, "iat": now,
-        "jti": "jjjjjjjj-kkkk", "username": "alice",
-    }  # fmt: skip
+        "sub": USER,
+        "cognito:groups": ["testgroup"],
+        "iss": api.stub.issuer,
+        "version": 2,
+        "client_id": CLIENT,
+        "origin_jti": "ffffffff-gggg",
+        "event_id": "9999",
+        "token_use": "access",
+        "scope": f"openid profile {PROFILE} {POKE}",
+        "auth_time": now - 10,
+        "exp": now + 300,
+        "iat": now,
+        "jti": "jjjjjjjj-kkkk",
+        "username": "alice",
+    }
     return {**claims, **overrides}
 
 
 def client_credentials_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "sub": CLIENT, "token_use": "access", "scope": f"{PROFILE} {POKE}", "auth_time": now, "iss": api.stub.issuer,
-        "exp": now + 300, "iat": now, "version": 2, "jti": "j2", "client_id": CLIENT,
-    }  # fmt: skip
+        "sub": CLIENT,
+        "token_use": "access",
+        "scope": f"{PROFILE} {POKE}",
+        "auth_time": now,
+        "iss": api.stub.issuer,
+        "exp": now + 300,
+        "iat": now,
+        "version": 2,
+        "jti": "j2",
+        "client_id": CLIENT,
+    }
     return {**claims, **overrides}
 
 
 @pytest.fixture
 def api(vendor_api):
     api = vendor_api(
-        OIDC_PROVIDER_PROFILE="cognito", OIDC_CLIENT_ID=CLIENT, API_CLIENT_IDS=CLIENT, PROFILE_SCOPE=PROFILE,
+        OIDC_PROVIDER_PROFILE="cognito",
+        OIDC_CLIENT_ID=CLIENT,
+        API_CLIENT_IDS=CLIENT,
+        PROFILE_SCOPE=PROFILE,
         POKE_SCOPE=POKE,
-    )  # fmt: skip
+    )
     api.add_profile("alice", sub=USER)
     return api
 

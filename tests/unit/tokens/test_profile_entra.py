@@ -25,30 +25,52 @@ OID = "00000000-0000-0000-66f3-3332eca7ea81"
 def entra_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "aud": API_APP, "iss": api.stub.issuer, "iat": now, "nbf": now, "exp": now + 300,
-        "aio": "AXQAi/8TAAAA", "azp": WEB_APP, "azpacr": "0", "name": "Alice Liddell", "oid": OID,
-        "preferred_username": "alice", "rh": "I", "scp": "Profile.Read Poke.Send",
-        "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ", "tid": TENANT, "uti": "fqiBqXLPj0eQa82S-IYFAA",
+        "aud": API_APP,
+        "iss": api.stub.issuer,
+        "iat": now,
+        "nbf": now,
+        "exp": now + 300,
+        "aio": "AXQAi/8TAAAA",
+        "azp": WEB_APP,
+        "azpacr": "0",
+        "name": "Alice Liddell",
+        "oid": OID,
+        "preferred_username": "alice",
+        "rh": "I",
+        "scp": "Profile.Read Poke.Send",
+        "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
+        "tid": TENANT,
+        "uti": "fqiBqXLPj0eQa82S-IYFAA",
         "ver": "2.0",
-    }  # fmt: skip
+    }
     return {**claims, **overrides}
 
 
 def app_only_claims(api, **overrides) -> dict:
     claims = entra_claims(
-        api, azp="7f0e2c1d-0000-4000-8000-00000000000b", oid="5e1f0000-0000-4000-8000-00000000000c",
-        sub="5e1f0000-0000-4000-8000-00000000000c", roles=["Profile.Read.All"], scp=None, name=None,
-        preferred_username=None, idtyp="app",
-    )  # fmt: skip
+        api,
+        azp="7f0e2c1d-0000-4000-8000-00000000000b",
+        oid="5e1f0000-0000-4000-8000-00000000000c",
+        sub="5e1f0000-0000-4000-8000-00000000000c",
+        roles=["Profile.Read.All"],
+        scp=None,
+        name=None,
+        preferred_username=None,
+        idtyp="app",
+    )
     return {**claims, **overrides}
 
 
 @pytest.fixture
 def api(vendor_api):
     api = vendor_api(
-        OIDC_PROVIDER_PROFILE="entra", API_AUDIENCE=API_APP, OIDC_CLIENT_ID=WEB_APP, PROFILE_SCOPE="Profile.Read",
-        POKE_SCOPE="Poke.Send", OIDC_SCOPES=f"openid profile api://{API_APP}/Profile.Read api://{API_APP}/Poke.Send",
-    )  # fmt: skip
+        OIDC_PROVIDER_PROFILE="entra",
+        API_AUDIENCE=API_APP,
+        OIDC_CLIENT_ID=WEB_APP,
+        PROFILE_SCOPE="Profile.Read",
+        POKE_SCOPE="Poke.Send",
+        OIDC_SCOPES=f"openid profile api://{API_APP}/Profile.Read api://{API_APP}/Poke.Send",
+    )
     api.add_profile("alice", sub=OID)
     return api
 

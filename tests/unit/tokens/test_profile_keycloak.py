@@ -18,11 +18,21 @@ USER_ID = "f1b2c3d4-0000-4000-8000-000000000001"
 def keycloak_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "exp": now + 300, "iat": now, "jti": "e5f6", "iss": api.stub.issuer, "aud": ["profile-poke-api", "account"],
-        "sub": USER_ID, "typ": "Bearer", "azp": "profile-poke-web", "session_state": "s1", "sid": "s1",
-        "scope": "openid profile svc:profile.private svc:interact.poke", "preferred_username": "alice",
-        "name": "Alice Liddell", "email": "alice@example.test",
-    }  # fmt: skip
+        "exp": now + 300,
+        "iat": now,
+        "jti": "e5f6",
+        "iss": api.stub.issuer,
+        "aud": ["profile-poke-api", "account"],
+        "sub": USER_ID,
+        "typ": "Bearer",
+        "azp": "profile-poke-web",
+        "session_state": "s1",
+        "sid": "s1",
+        "scope": "openid profile svc:profile.private svc:interact.poke",
+        "preferred_username": "alice",
+        "name": "Alice Liddell",
+        "email": "alice@example.test",
+    }
     return {**claims, **overrides}
 
 

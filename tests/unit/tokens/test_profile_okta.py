@@ -22,11 +22,18 @@ CLIENT = "0oa1exampleclient"
 def okta_claims(api, **overrides) -> dict:
     now = int(time.time())
     claims = {
-        "ver": 1, "jti": "AT.MNAoEQ_jbKqoinrQo1D0XKjMX28U5d7ZszBceot7-Ts", "iss": api.stub.issuer,
-        "aud": "api://default", "sub": "alice@example.com", "iat": now, "exp": now + 300, "cid": CLIENT,
-        "uid": USER_ID, "scp": ["openid", "profile", "svc:profile.private", "svc:interact.poke"],
+        "ver": 1,
+        "jti": "AT.MNAoEQ_jbKqoinrQo1D0XKjMX28U5d7ZszBceot7-Ts",
+        "iss": api.stub.issuer,
+        "aud": "api://default",
+        "sub": "alice@example.com",
+        "iat": now,
+        "exp": now + 300,
+        "cid": CLIENT,
+        "uid": USER_ID,
+        "scp": ["openid", "profile", "svc:profile.private", "svc:interact.poke"],
         "auth_time": now - 10,
-    }  # fmt: skip
+    }
     return {**claims, **overrides}
 
 
