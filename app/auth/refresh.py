@@ -9,56 +9,26 @@ could never put an older refresh token over a newer one.
 import logging
 import secrets
 import time
-from collections.abc import Callable
 
 from ..errors import LoginFailed, ProviderUnavailable, SessionEnded, Unavailable
 from ..store.tokensets import TokenSets
 from .oidc import LoginClient, RefreshRejected
+from .session_records import SessionRecords, needs_refresh, still_valid, with_response
 
-REFRESH_MARGIN = 60
 WAIT_STEP = 0.05
 
 log = logging.getLogger(__name__)
-
-
-def with_response(record: dict, response: dict, now: float) -> dict:
-    """`record` updated from a token response; the session never outlives the refresh token."""
-    ends = record["ends"]
-    if isinstance(response.get("refresh_expires_in"), int) and response["refresh_expires_in"] > 0:
-        ends = min(ends, now + response["refresh_expires_in"])
-    return {
-        **record,
-        "access_token": response["access_token"],
-        "refresh_token": response.get("refresh_token") or record["refresh_token"],
-        "id_token": response.get("id_token") or record["id_token"],
-        "expires_at": now + int(response.get("expires_in") or 300),
-        "scope": response.get("scope", record["scope"]),
-        "ends": ends,
-    }
-
-
-def needs_refresh(record: dict) -> bool:
-    """Whether the record's access token expires within REFRESH_MARGIN seconds."""
-    return record["expires_at"] - time.time() < REFRESH_MARGIN
 
 
 class Refresher:
     """Refreshes a session's tokens at the provider, one request at a time per session."""
 
     def __init__(
-        self,
-        token_sets: TokenSets,
-        login_client: LoginClient,
-        *,
-        load: Callable[[str, str], dict | None],
-        seal: Callable[[str, dict], dict],
-        lock_ms: int,
-        wait: float,
+        self, records: SessionRecords, token_sets: TokenSets, login_client: LoginClient, *, lock_ms: int, wait: float
     ):
+        self._records = records
         self._token_sets = token_sets
         self._login_client = login_client
-        self._load = load  # (cookie, ref) -> the unsealed record, or None when the session is gone
-        self._seal = seal  # (cookie, record) -> the record as stored
         self._lock_ms = lock_ms
         self._wait = wait
 
@@ -68,7 +38,7 @@ class Refresher:
         try:
             self._login_client.discover()  # any discovery fetch happens now, not while holding the lock
         except ProviderUnavailable:
-            if _still_valid(record):
+            if still_valid(record):
                 return record
             raise
         # Not redis-py's Lock: a waiter waits for the token set's version to change, not for the lock
@@ -80,7 +50,7 @@ class Refresher:
                 return self._refresh_locked(sid, ref)
             finally:
                 self._token_sets.unlock(ref, owner)
-        if _still_valid(record):
+        if still_valid(record):
             return record
         return self._wait_for_refresh(sid, ref, record["v"])
 
@@ -88,7 +58,7 @@ class Refresher:
         deadline = time.monotonic() + self._wait
         while time.monotonic() < deadline:
             time.sleep(WAIT_STEP)
-            latest = self._load(sid, ref)
+            latest = self._records.load(sid, ref)[0]
             if latest is None:
                 raise SessionEnded()
             if latest["v"] != version:
@@ -96,7 +66,7 @@ class Refresher:
         raise Unavailable("the session's tokens are being refreshed; try again")
 
     def _refresh_locked(self, sid: str, ref: str) -> dict:
-        latest = self._load(sid, ref)
+        latest = self._records.load(sid, ref)[0]
         if latest is None:
             raise SessionEnded()
         if not needs_refresh(latest):
@@ -112,14 +82,14 @@ class Refresher:
                 raise SessionEnded() from None
             return self._stored_after_race(sid, ref)
         except ProviderUnavailable:
-            if _still_valid(latest):
+            if still_valid(latest):
                 return latest
             raise
         if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
             self._token_sets.end_if_version(ref, latest["v"])
             raise SessionEnded()
         updated = with_response(latest, response, time.time())
-        if not self._token_sets.replace(ref, latest["v"], self._seal(sid, updated)):
+        if not self._token_sets.replace(ref, latest["v"], self._records.sealed(sid, updated)):
             return self._stored_after_race(sid, ref)
         return {**updated, "v": latest["v"] + 1}
 
@@ -136,11 +106,7 @@ class Refresher:
         return True
 
     def _stored_after_race(self, sid: str, ref: str) -> dict:
-        newer = self._load(sid, ref)
+        newer = self._records.load(sid, ref)[0]
         if newer is None:
             raise SessionEnded()
         return newer
-
-
-def _still_valid(record: dict) -> bool:
-    return record["expires_at"] > time.time() + 1

@@ -6,7 +6,6 @@ the record (user, times, version) stays readable for the compare-and-set and "yo
 record no key opens, or one from before sealing, ends its session.
 """
 
-import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -16,14 +15,13 @@ from ..store.profiles import Profile
 from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
 from .oidc import LoginClient
-from .refresh import Refresher, needs_refresh, with_response
-from .sealing import Sealer, Unsealable
+from .refresh import Refresher
+from .sealing import Sealer
+from .session_records import SessionRecords, needs_refresh, with_response
 from .sessions import session_ref
 
 IDLE_TOUCH_SLACK_MS = 60_000
 SESSION_USERS_CACHED = 100_000
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,11 +57,11 @@ class SessionTokens:
         self._sealer = Sealer(secret_key, list(secret_key_fallbacks))
         self._idle_timeout = idle_timeout
         self._max_age = max_age
+        self._records = SessionRecords(token_sets, self._sealer)
         self._refresher = Refresher(
+            self._records,
             token_sets,
             login_client,
-            load=lambda sid, ref: self._load(sid, ref)[0],
-            seal=self._sealer.seal_record,
             # Longer than the refresh call can last (connect + read timeouts), so the lock outlives it.
             lock_ms=int((2 * idp_timeout + 5) * 1000),
             wait=2 * idp_timeout + 1 if refresh_wait is None else refresh_wait,
@@ -99,7 +97,7 @@ class SessionTokens:
         }
         record = with_response(base, response, now)
         ref = self._ref(sid)
-        self._token_sets.create(ref, self._sealer.seal_record(sid, record), self._ttl_ms(record, now))
+        self._token_sets.create(ref, self._records.sealed(sid, record), self._ttl_ms(record, now))
         entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
         self._index.add(sub=sub, session_id=record["id"], entry=entry, provider_sid=provider_sid)
         return record
@@ -107,7 +105,7 @@ class SessionTokens:
     def end(self, sid: str) -> dict | None:
         """Remove everything session `sid` keeps in Redis; return the token set it held."""
         ref = self._ref(sid)
-        record, _ = self._load(sid, ref)
+        record, _ = self._records.load(sid, ref)
         self._token_sets.delete(ref)
         self._session_users.pop(ref, None)
         if record:
@@ -151,13 +149,13 @@ class SessionTokens:
         profile = None
         if username:
             stored, ttl_ms, raw_profile = self._token_sets.load_with_profile(ref, username)
-            record = self._opened(cookie, ref, stored)
+            record = self._records.opened(cookie, ref, stored)
             profile = Profile.from_hash(raw_profile) if raw_profile else None
         else:
-            record, ttl_ms = self._load(cookie, ref)
+            record, ttl_ms = self._records.load(cookie, ref)
         if record is None and self._fallbacks:
             self.migrate(cookie)
-            record, ttl_ms = self._load(cookie, ref)
+            record, ttl_ms = self._records.load(cookie, ref)
         record = self._live(ref, record, ttl_ms)
         if needs_refresh(record):
             record = self._refresher.refreshed(cookie, ref, record)
@@ -167,26 +165,8 @@ class SessionTokens:
         return session_ref(self._secret_key, sid)
 
     def _current(self, sid: str, ref: str) -> dict:
-        record, ttl_ms = self._load(sid, ref)
+        record, ttl_ms = self._records.load(sid, ref)
         return self._live(ref, record, ttl_ms)
-
-    def _load(self, sid: str, ref: str) -> tuple[dict | None, int]:
-        stored, ttl_ms = self._token_sets.load(ref)
-        return self._opened(sid, ref, stored), ttl_ms
-
-    def _opened(self, sid: str, ref: str, stored: dict | None) -> dict | None:
-        """The record with its tokens unsealed; None (and the session ended) when they cannot be."""
-        if stored is None:
-            return None
-        try:
-            record, stale = self._sealer.open_record(sid, stored)
-        except Unsealable as error:
-            log.warning("session ended: its tokens cannot be unsealed (%s)", error)
-            self._token_sets.delete(ref)
-            return None
-        if stale and self._token_sets.replace(ref, record["v"], self._sealer.seal_record(sid, record)):
-            record["v"] += 1  # sealed again under the current SECRET_KEY
-        return record
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
         if record is None:
