@@ -87,6 +87,9 @@ class Config:
         self.INTROSPECTION_CLIENT_ID = env.get("INTROSPECTION_CLIENT_ID") or None
         self.INTROSPECTION_CLIENT_SECRET = env.get("INTROSPECTION_CLIENT_SECRET") or None
         self.INTROSPECTION_CACHE_TTL = self._number("INTROSPECTION_CACHE_TTL", "60", float)
+        # Sender-constrained tokens (RFC 9449): the DPoP scheme, and server nonces in its proofs.
+        self.DPOP = _flag(env.get("DPOP", "on"), "DPOP")
+        self.DPOP_NONCE = _flag(env.get("DPOP_NONCE", "off"), "DPOP_NONCE")
         if self.ACCESS_TOKEN_VALIDATION == "introspection" and not (
             self.INTROSPECTION_CLIENT_ID and self.INTROSPECTION_CLIENT_SECRET
         ):

@@ -25,6 +25,7 @@ from .metrics import count_redis_error, init_metrics
 from .security import register_security_headers
 from .store import Store
 from .tokens import AccessTokens, IntrospectedTokens, Provider, provider_profile
+from .tokens.dpop import DpopNonces, DpopProofs
 from .web import bp as web_bp
 
 
@@ -100,7 +101,13 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         login_client=login_client,
         session_tokens=session_tokens,
         browser_sessions=browser_sessions,
-        guard=Guard(access_tokens, session_tokens, store.profiles, session_cookie=config.SESSION_COOKIE_NAME),
+        guard=Guard(
+            access_tokens,
+            session_tokens,
+            store.profiles,
+            session_cookie=config.SESSION_COOKIE_NAME,
+            proofs=dpop_proofs(config, store),
+        ),
         sign_in=SignIn(
             login_client,
             store.logins,
@@ -152,6 +159,14 @@ def access_token_validator(config: Config, provider: Provider, profile):
         profile=profile,
         api_clients=config.API_CLIENT_IDS,
     )
+
+
+def dpop_proofs(config: Config, store: Store) -> DpopProofs | None:
+    """The DPoP proof checks (RFC 9449), with server nonces when DPOP_NONCE is on; None when DPOP is off."""
+    if not config.DPOP:
+        return None
+    nonces = DpopNonces(config.SECRET_KEY) if config.DPOP_NONCE else None
+    return DpopProofs(store.seen_proofs, leeway=config.TOKEN_LEEWAY, nonces=nonces)
 
 
 def register_blueprints(app: Flask) -> None:

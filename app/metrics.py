@@ -39,6 +39,7 @@ IDP_DURATION = Histogram(
 )
 REDIS_ERRORS = Counter("pp_redis_errors", "Redis failures answered with 503, by exception class.", ["error"])
 POKES = Counter("pp_pokes", "Poke attempts by outcome.", ["outcome"])
+DPOP_REFUSALS = Counter("pp_dpop_refusals", "DPoP requests refused, by the check that failed.", ["reason"])
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
 
 bp = Blueprint("metrics", __name__)
@@ -106,6 +107,12 @@ def count_redis_error(error: Exception) -> None:
     """One Redis failure that the service answered with 503."""
     if _enabled:
         _child(REDIS_ERRORS, type(error).__name__).inc()
+
+
+def count_dpop_refusal(reason: str) -> None:
+    """One DPoP request refused; `reason` is one of app.tokens.dpop's fixed check names."""
+    if _enabled:
+        _child(DPOP_REFUSALS, reason).inc()
 
 
 class poke_observed:  # lower case: used like a function, `with poke_observed():`

@@ -1,4 +1,7 @@
-"""Print an access token from the development identity provider: `python -m dev.mint_token user alice` or `... app`."""
+"""Print an access token from the development identity provider: `python -m dev.mint_token user alice` or `... app`.
+
+`user alice --dpop ES256` (or PS256 / RS256) prints a DPoP-bound token instead; its key is made once in
+.dev/dpop-<alg>.json and reused after (stderr says where); sign each request's proof with it (dev/dpop.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,10 @@ if __name__ == "__main__" and not __package__:
     # Run as `python dev/mint_token.py`: import from the repo root.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from dev.dpop import ALGORITHMS, DpopKey
 from dev.oidc_driver import DEFAULT_SCOPE, DriverError, app_token, user_tokens
+
+STATE = Path(__file__).resolve().parent.parent / ".dev"
 
 
 def _env(name: str, default: str | None = None) -> str:
@@ -22,6 +28,24 @@ def _env(name: str, default: str | None = None) -> str:
     return value
 
 
+def _dpop_key(alg: str) -> DpopKey:
+    """The dev DPoP key for `alg` in .dev/, made on first use; says on stderr where it is."""
+    path = STATE / f"dpop-{alg}.json"
+    if path.exists():
+        try:
+            key, state = DpopKey.from_file(path), "using"
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"mint_token: {path} is not a DPoP key ({exc}); delete it to make a new one") from exc
+        if key.alg != alg:
+            raise SystemExit(f"mint_token: {path} holds a {key.alg} key; delete it to make a new one")
+    else:
+        STATE.mkdir(exist_ok=True)
+        key, state = DpopKey.generate(alg), "created"
+        key.to_file(path)
+    print(f"mint_token: {state} DPoP key {path} (jkt {key.thumbprint()})", file=sys.stderr)
+    return key
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; prints only the access token on stdout."""
     parser = argparse.ArgumentParser(prog="python -m dev.mint_token", description=__doc__)
@@ -29,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     user = sub.add_parser("user", help="log a demo user in (Authorization Code + PKCE) with OIDC_CLIENT_ID")
     user.add_argument("username")
     user.add_argument("--scope", help="scopes to request (default: OIDC_SCOPES or the app's default)")
+    user.add_argument("--dpop", metavar="ALG", choices=ALGORITHMS, help="bind the token to a DPoP key for ALG")
     app = sub.add_parser("app", help="client-credentials token of IDP_API_CLIENT_ID")
     app.add_argument("--scope", help="scopes to request (default: all of the client's API scopes)")
     args = parser.parse_args(argv)
@@ -43,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.username,
                 _env("IDP_DEMO_PASSWORD", "demo"),
                 scope=args.scope or os.environ.get("OIDC_SCOPES") or DEFAULT_SCOPE,
+                dpop_key=_dpop_key(args.dpop) if args.dpop else None,
             )
         else:
             tokens = app_token(

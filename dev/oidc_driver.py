@@ -7,10 +7,14 @@ import functools
 import json
 import secrets
 from html.parser import HTMLParser
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import requests
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
+if TYPE_CHECKING:
+    from dev.dpop import DpopKey
 
 TIMEOUT = 10
 DEFAULT_SCOPE = "openid svc:profile.private svc:interact.poke"
@@ -131,9 +135,17 @@ def login_at_idp(http: requests.Session, authorize_url: str, username: str, pass
 
 
 def user_tokens(
-    issuer: str, client_id: str, redirect_uri: str, username: str, password: str, scope: str = DEFAULT_SCOPE
+    issuer: str,
+    client_id: str,
+    redirect_uri: str,
+    username: str,
+    password: str,
+    scope: str = DEFAULT_SCOPE,
+    dpop_key: DpopKey | None = None,
 ) -> dict:
-    """Logs a user in with Authorization Code + PKCE S256 as a public client; returns the token response."""
+    """Logs a user in with Authorization Code + PKCE S256 as a public client; returns the token response.
+    With `dpop_key`, the code exchange carries a DPoP proof: the tokens are bound to that key (token_type
+    DPoP, `cnf.jkt` in the access token), and so is the refresh token."""
     meta = _metadata(issuer)
     state, nonce, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(24), secrets.token_urlsafe(64)
     params = {
@@ -155,16 +167,16 @@ def user_tokens(
         raise DriverError("state mismatch in the authorization response")
     if "iss" in query and query["iss"] != meta["issuer"]:
         raise DriverError("iss mismatch in the authorization response")
-    resp = requests.post(
+    resp = _token_request(
         meta["token_endpoint"],
-        timeout=TIMEOUT,
-        data={
+        {
             "grant_type": "authorization_code",
             "client_id": client_id,
             "code": query.get("code", ""),
             "redirect_uri": redirect_uri,
             "code_verifier": verifier,
         },
+        dpop_key,
     )
     if resp.status_code != 200:
         raise DriverError(f"code exchange failed: {resp.status_code} {resp.text}")
@@ -180,12 +192,37 @@ def _jwt_claims(token: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 
-def refresh(issuer: str, client_id: str, refresh_token: str) -> requests.Response:
-    """Redeems a refresh token as a public client; returns the raw response."""
-    return requests.post(
+def _token_request(url: str, data: dict, dpop_key: DpopKey | None) -> requests.Response:
+    """POSTs a form to the token endpoint, with a DPoP proof when `dpop_key` is given; if the provider
+    asks for a server nonce (`use_dpop_nonce`), retries once with a proof carrying its DPoP-Nonce."""
+
+    def send(nonce: str | None = None) -> requests.Response:
+        headers = {"DPoP": dpop_key.proof("POST", url, nonce=nonce)} if dpop_key else {}
+        return requests.post(url, data=data, headers=headers, timeout=TIMEOUT)
+
+    resp = send()
+    nonce = resp.headers.get("DPoP-Nonce")
+    if dpop_key and nonce and resp.status_code in (400, 401) and _error_code(resp) == "use_dpop_nonce":
+        resp = send(nonce)
+    return resp
+
+
+def _error_code(resp: requests.Response) -> str | None:
+    """The OAuth `error` of a JSON error response, or None."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
+
+
+def refresh(issuer: str, client_id: str, refresh_token: str, dpop_key: DpopKey | None = None) -> requests.Response:
+    """Redeems a refresh token as a public client; returns the raw response. A DPoP-bound refresh token
+    (from a login with `dpop_key`) is redeemed only with a proof by the same key."""
+    return _token_request(
         _metadata(issuer)["token_endpoint"],
-        timeout=TIMEOUT,
-        data={"grant_type": "refresh_token", "client_id": client_id, "refresh_token": refresh_token},
+        {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": refresh_token},
+        dpop_key,
     )
 
 

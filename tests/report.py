@@ -13,6 +13,10 @@ SECTIONS = [
      "Keycloak, Auth0, Okta, Entra ID, Cognito token shapes: user and app tokens, missing scope, issuer, "
      "vendor quirks; Okta and Auth0 shapes on the real dev provider"),
     ("tests/integration/test_provider_shapes.py", "Identity-provider profiles", ""),
+    ("tests/unit/tokens/test_dpop.py", "Sender-constrained tokens (DPoP, RFC 9449)",
+     "one proof per rule of section 4.3 (typ, alg, jwk, signature, htm, htu, iat, jti, ath, jkt, one header, "
+     "replay), the Bearer downgrade, challenges, server nonces, htu behind a proxy"),
+    ("tests/integration/test_dpop", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
     ("tests/unit/tokens/test_signing_keys.py", "Signing keys and opaque tokens",
      "JWKS max age, malformed entries, key rotation on the real provider, RFC 7662 introspection, "
      "revocation within the cache TTL, introspection outage"),

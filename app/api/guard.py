@@ -9,10 +9,14 @@ from typing import NamedTuple
 from flask import g, request
 
 from ..auth.session_tokens import SessionTokens
-from ..errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
+from ..errors import ApiError, Forbidden, InsufficientScope, InvalidToken, Unauthorized
+from ..metrics import count_dpop_refusal
 from ..security import require_csrf_header
 from ..store.profiles import NoProfile, Profile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import AccessTokens, IntrospectedTokens, Principal
+from ..tokens.dpop import DpopProofs
+
+BEARER, DPOP = "bearer", "dpop"
 
 log = logging.getLogger(__name__)
 
@@ -24,16 +28,24 @@ class Caller(NamedTuple):
     profile: Profile | None = None
 
 
-def bearer_token(headers: Mapping[str, str]) -> str | None:
-    """The token of the Authorization header, None without one; InvalidToken if malformed."""
+class Credential(NamedTuple):
+    """An access token as the Authorization header sent it: scheme `bearer` or `dpop`, and the token."""
+
+    scheme: str
+    token: str
+
+
+def credential(headers: Mapping[str, str], *, dpop: bool) -> Credential | None:
+    """The access token of the Authorization header (the DPoP scheme only when `dpop`), None without
+    one; InvalidToken if malformed."""
     header = headers.get("Authorization")
     if header is None:
         return None
     scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
+    scheme, token = scheme.lower(), token.strip()
+    if scheme not in ((BEARER, DPOP) if dpop else (BEARER,)) or not token or " " in token:
         raise InvalidToken("the Authorization header is not a bearer token")
-    return token
+    return Credential(scheme, token)
 
 
 def require_enabled(profile: Profile | None) -> Profile:
@@ -55,29 +67,60 @@ class Guard:
         profiles: Profiles,
         *,
         session_cookie: str,
+        proofs: DpopProofs | None = None,
     ):
         self._access_tokens = access_tokens
         self._session_tokens = session_tokens
         self._profiles = profiles
         self._session_cookie = session_cookie
+        self._proofs = proofs  # None: DPOP=off, the DPoP scheme is refused
 
     def optional_principal(self) -> Principal | None:
         """The caller of a public route: a sent token must be valid; the session cookie is ignored."""
-        token = bearer_token(request.headers)
-        return self._access_tokens.verify(token) if token is not None else None
+        sent = credential(request.headers, dpop=self._proofs is not None)
+        return self._principal(sent) if sent is not None else None
 
     def required_principal(self) -> tuple[Principal, Profile | None]:
-        """The caller of a protected route, by bearer token, else by session cookie with the CSRF header;
+        """The caller of a protected route, by access token, else by session cookie with the CSRF header;
         with the caller's profile when the session read it along with the token (else None)."""
-        token = bearer_token(request.headers)
-        if token is not None:
-            return self._access_tokens.verify(token), None
+        sent = credential(request.headers, dpop=self._proofs is not None)
+        if sent is not None:
+            return self._principal(sent), None
         cookie = request.cookies.get(self._session_cookie)
         if not cookie:
             raise Unauthorized("authentication required")
         require_csrf_header(request.headers)
-        credential = self._session_tokens.credential_for_cookie(cookie)
-        return self._access_tokens.verify(credential.access_token), credential.profile
+        session = self._session_tokens.credential_for_cookie(cookie)
+        return self._principal(Credential(BEARER, session.access_token)), session.profile
+
+    def _principal(self, sent: Credential) -> Principal:
+        """The one place an access token is validated: the token, then its sender constraint."""
+        if sent.scheme == DPOP:
+            try:
+                return self._proven_principal(sent.token)
+            except ApiError as failure:
+                if failure.status == 401:
+                    g.dpop_failure = (failure.code, failure.message)  # for the DPoP challenge
+                raise
+        principal = self._access_tokens.verify(sent.token)
+        if principal.bound_key is not None:  # RFC 9449 7.2: never downgraded to a bearer token
+            count_dpop_refusal("downgrade")
+            raise InvalidToken("a DPoP-bound access token must be sent with the DPoP scheme and a proof")
+        return principal
+
+    def _proven_principal(self, token: str) -> Principal:
+        principal = self._access_tokens.verify(token)
+        if principal.bound_key is None:
+            count_dpop_refusal("unbound")
+            raise InvalidToken("an access token sent with the DPoP scheme must be bound to a key (cnf.jkt)")
+        self._proofs.check(
+            request.headers.getlist("DPoP"),
+            method=request.method,
+            url=request.base_url,
+            access_token=token,
+            jkt=principal.bound_key,
+        )
+        return principal
 
     def authorize(self, scope: str) -> Caller:
         """The caller, checked in the contract's order: 401 (no or bad credentials), then 403

@@ -8,6 +8,7 @@ from flask import current_app
 
 from ..prefixes import API_PREFIX
 from ..security import CSRF_HEADER
+from ..tokens.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from ..tokens.provider import discovery_url
 from .schemas import (
     ErrorEnvelopeSchema,
@@ -48,13 +49,16 @@ _COMMON = {
 }
 
 
-def _security(scope: str | None) -> list[dict]:
-    """A public operation takes no credentials or any bearer token; a protected one a token with its
-    scope, or the session cookie."""
-    return [{}, {"bearer": []}] if scope is None else [{"bearer": [scope]}, {"session": []}]
+def _security(scope: str | None, dpop: bool) -> list[dict]:
+    """A public operation takes no credentials or any access token; a protected one a token with its
+    scope (as a bearer token, or DPoP-bound with a proof), or the session cookie."""
+    tokens = ["bearer", "dpop"] if dpop else ["bearer"]
+    if scope is None:
+        return [{}, *({scheme: []} for scheme in tokens)]
+    return [*({scheme: [scope]} for scheme in tokens), {"session": []}]
 
 
-def _paths(scopes: dict[tuple[str, str], str | None]) -> dict:
+def _paths(scopes: dict[tuple[str, str], str | None], dpop: bool) -> dict:
     paths = {
         "/users/{username}": {
             "get": {
@@ -102,12 +106,14 @@ def _paths(scopes: dict[tuple[str, str], str | None]) -> dict:
         },
     }
     for (path, method), scope in scopes.items():
-        paths[path][method]["security"] = _security(scope)
+        paths[path][method]["security"] = _security(scope, dpop)
     return paths
 
 
 @cache
-def _document(issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str], str | None], ...]) -> dict:
+def _document(
+    issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str], str | None], ...], dpop: bool
+) -> dict:
     spec = APISpec(
         title="Profile & Poke API",
         version="1.0.0",
@@ -132,6 +138,16 @@ def _document(issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str]
             "issued to a login client (Authorization Code + PKCE)",
         },
     )
+    if dpop:
+        spec.components.security_scheme(
+            "dpop",
+            {
+                "type": "http",
+                "scheme": "DPoP",
+                "description": "the same access token bound to a key (RFC 9449): `Authorization: DPoP <token>` "
+                f"and one `DPoP` proof per request, signed with {' '.join(DPOP_ALGORITHMS)}",
+            },
+        )
     spec.components.security_scheme(
         "session",
         {
@@ -141,7 +157,7 @@ def _document(issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str]
             "description": f"same-origin browser session; every call also needs the header {CSRF_HEADER}: 1",
         },
     )
-    for path, operations in _paths(dict(scopes)).items():
+    for path, operations in _paths(dict(scopes), dpop).items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
 
@@ -150,4 +166,4 @@ def openapi_document(view_functions: dict) -> dict:
     """The document for this app's issuer and the scopes its views declare (built once per process)."""
     config = current_app.config
     scopes = tuple((operation, declared_scope(view_functions[endpoint])) for operation, endpoint in OPERATIONS.items())
-    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], scopes)
+    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], scopes, config["DPOP"])

@@ -2,13 +2,14 @@
 
 from functools import wraps
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, current_app, g, jsonify
 
 from ..errors import UnknownUser
 from ..extensions import services
 from ..metrics import poke_observed
 from ..prefixes import API_PREFIX
 from ..store.profiles import normalize_username
+from ..tokens.dpop import dpop_challenge
 from .openapi import openapi_document
 from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
@@ -34,6 +35,14 @@ def for_user_with_scope(setting: str):
         return declare_scope(guarded, setting)
 
     return decorate
+
+
+@bp.after_request
+def challenge_dpop_clients(response):
+    """With DPOP on, every 401 names the DPoP scheme too (RFC 9449 7.1), after the Bearer challenge."""
+    if response.status_code == 401 and current_app.config["DPOP"]:
+        response.headers.add("WWW-Authenticate", dpop_challenge(g.get("dpop_failure")))
+    return response
 
 
 @bp.get("/users/<path:username>")

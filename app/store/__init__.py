@@ -1,9 +1,11 @@
-"""Redis state: profiles, subject links, pokes and their cooldowns, pending logins and session token sets."""
+"""Redis state: profiles, subject links, pokes and their cooldowns, pending logins, session token sets
+and the DPoP proofs seen."""
 
 from .keys import Keys
 from .logins import PendingLogins
 from .pokes import Pokes
 from .profiles import Profiles
+from .proofs import SeenProofs
 from .session_index import SessionIndex
 from .tokensets import TokenSets
 
@@ -19,3 +21,4 @@ class Store:
         self.logins = PendingLogins(redis, self.keys)
         self.token_sets = TokenSets(redis, self.keys)
         self.session_index = SessionIndex(redis, self.keys)
+        self.seen_proofs = SeenProofs(redis, self.keys)

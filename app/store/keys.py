@@ -46,5 +46,8 @@ class Keys:
     def logout_token(self, jti: str) -> str:
         return f"{self.prefix}logout-jti:{jti}"
 
+    def dpop_proof(self, jti_digest: str) -> str:
+        return f"{self.prefix}dpop-jti:{jti_digest}"
+
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"

@@ -102,7 +102,9 @@ class IntrospectedTokens:
             raise InvalidToken("the access token has the wrong issuer")
         if answer.get("aud") is not None and self._audience not in audiences_of(answer):
             raise InvalidToken("the access token is not meant for this API")
-        if answer.get("token_type") not in (None, "Bearer", "bearer", "access_token"):
+        # A DPoP-bound token is an access token too: its binding is read from `cnf` (RFC 9449 6.2).
+        token_type = answer.get("token_type")
+        if token_type is not None and str(token_type).lower() not in ("bearer", "dpop", "access_token"):
             raise InvalidToken("the token is not an access token")
         exp = answer.get("exp")
         expires_at = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else float("inf")

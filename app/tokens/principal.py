@@ -14,6 +14,7 @@ class Principal:
     username: str | None  # the raw username claim; the profile store decides whether it is usable
     name: str | None
     expires_at: float
+    bound_key: str | None = None  # the RFC 7638 thumbprint a DPoP-bound token names in cnf.jkt
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
@@ -42,7 +43,19 @@ def build_principal(claims: dict, profile: ProviderProfile, login_clients, *, ex
         username=_text(claims.get(profile.username_claim)) if profile.username_claim else None,
         name=_text(claims.get("name")),
         expires_at=expires_at,
+        bound_key=bound_key(claims),
     )
+
+
+def bound_key(claims: dict) -> str | None:
+    """The key thumbprint a sender-constrained token is bound to (`cnf.jkt`, RFC 9449 6), or None;
+    InvalidToken for a binding this API cannot check (another `cnf` method, such as mTLS)."""
+    if "cnf" not in claims:
+        return None
+    confirmation = claims["cnf"]
+    if not isinstance(confirmation, dict) or not _text(confirmation.get("jkt")):
+        raise InvalidToken("the access token is bound to a key in a way this API cannot check")
+    return confirmation["jkt"]
 
 
 def signed_in_identity(id_claims: dict, profile: ProviderProfile) -> SignedInIdentity:

@@ -2,7 +2,8 @@
 // Used by `make dev`, the integration tests and the browser tests. NEVER use it in production.
 // It behaves like a Keycloak realm: issuer with a path, Keycloak-style endpoint paths, JWT access
 // tokens for the API audience, public PKCE login clients, confidential client-credentials clients,
-// rotating refresh tokens, rp-initiated logout, demo accounts from accounts.json.
+// rotating refresh tokens, rp-initiated logout, DPoP-bound tokens (RFC 9449) when the token request
+// carries a proof, demo accounts from accounts.json.
 //
 // Environment variables (all optional except IDP_API_CLIENT_SECRET):
 //   IDP_HOST                       listen address and issuer host (default 127.0.0.1)
@@ -426,7 +427,17 @@ function buildProvider(issuer) {
         // Only the confidential clients (the API's own credentials) may introspect.
         allowedPolicy: async (ctx, client) => client.clientAuthMethod !== 'none',
       },
+      // DPoP (RFC 9449), on by default in v9 and named here: a token request with a valid `DPoP`
+      // proof gets `token_type: DPoP` and a JWT with `cnf.jkt` (the proof key's RFC 7638
+      // thumbprint); without one, plain Bearer tokens as before. A public client's refresh token is
+      // bound to the same key, so its refresh needs a proof too. No server nonces (no nonceSecret,
+      // requireNonce stays false); a used proof `jti` is refused (allowReplay false).
+      dPoP: { enabled: true, allowReplay: false },
     },
+    // Proof algorithms: the default list (ES256, Ed25519, EdDSA) plus PS256 and RS256. This list
+    // replaces the default, it is not merged with it.
+    enabledJWA: { dPoPSigningAlgValues: ['ES256', 'PS256', 'RS256', 'Ed25519', 'EdDSA'] },
+    // reshape() renames and drops claims per vendor shape but never touches `cnf` (the DPoP binding).
     formats: { customizers: { jwt: async (ctx, token, jwt) => reshape(token, jwt.payload) } },
     async renderError(ctx, out) {
       ctx.type = 'html';

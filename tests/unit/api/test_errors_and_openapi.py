@@ -57,3 +57,27 @@ def test_durations_always_show_hours_minutes_and_seconds(seconds, text):
     from app.api.pokes import format_duration
 
     assert format_duration(seconds) == text
+
+
+def test_the_openapi_document_declares_the_dpop_scheme_beside_bearer(unit_client):
+    document = unit_client.get("/api/v1/openapi.json").json
+    assert document["components"]["securitySchemes"]["dpop"]["type"] == "http"
+    assert document["components"]["securitySchemes"]["dpop"]["scheme"] == "DPoP"
+    assert document["paths"]["/me/profile"]["get"]["security"] == [
+        {"bearer": ["svc:profile.private"]},
+        {"dpop": ["svc:profile.private"]},
+        {"session": []},
+    ]
+    assert document["paths"]["/users/{username}"]["get"]["security"] == [{}, {"bearer": []}, {"dpop": []}]
+
+
+def test_each_operation_shows_the_scope_its_view_declares(stub_issuer, fake_redis):
+    # The scope names are settings: the view's declaration is what the document reads, not a copy.
+    env = app_env(stub_issuer.issuer, PROFILE_SCOPE="api://pp/Profile.Read", POKE_SCOPE="api://pp/Poke", DPOP="off")
+    document = create_app(Config(env), redis=fake_redis).test_client().get("/api/v1/openapi.json").json
+    assert document["paths"]["/me/profile"]["get"]["security"] == [
+        {"bearer": ["api://pp/Profile.Read"]},
+        {"session": []},
+    ]
+    assert document["paths"]["/pokes"]["post"]["security"] == [{"bearer": ["api://pp/Poke"]}, {"session": []}]
+    assert "dpop" not in document["components"]["securitySchemes"]

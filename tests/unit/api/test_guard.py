@@ -35,7 +35,8 @@ def context(app, *, token: str | None = None, cookie: str | None = None, csrf: b
 
 # The guard's checks as the views reach them: through the app's wired Guard.
 def bearer_token():
-    return guard.bearer_token(request.headers)
+    sent = guard.credential(request.headers, dpop=True)
+    return sent.token if sent is not None else None
 
 
 def optional_principal():
