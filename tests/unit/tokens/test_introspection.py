@@ -2,16 +2,20 @@
 is kept no longer than the token's `exp` nor INTROSPECTION_CACHE_TTL, and an endpoint that cannot
 answer is 503, never a 200 or a 401."""
 
+import json
 import socket
 import time
 
 import fakeredis
 import pytest
+from joserfc import jws
+from joserfc.jwk import ECKey
 from prometheus_client import REGISTRY
 
 from app import create_app, metrics
 from app.extensions import services
 from app.store.profiles import Profile
+from app.tokens.dpop import b64url_sha256
 from config import Config
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
@@ -271,3 +275,27 @@ def test_an_answer_naming_scopes_in_the_profiles_own_claim_is_read_from_it(stub)
         "uid": "user-sub-1",
     }
     assert read(client_for(stub, OIDC_PROVIDER_PROFILE="okta")).status_code == 200
+
+
+def test_an_introspected_dpop_bound_token_works_with_its_proof_and_never_as_bearer(stub):
+    key = ECKey.generate_key("P-256")
+    stub.changes = {"token_type": "DPoP", "cnf": {"jkt": key.thumbprint()}}
+    client = client_for(stub)
+    token, url = "opaque-bound-token", "http://localhost/api/v1/me/profile"
+    claims = {"jti": "p-1", "htm": "GET", "htu": url, "iat": int(time.time()), "ath": b64url_sha256(token)}
+    proof = jws.serialize_compact(
+        {"typ": "dpop+jwt", "alg": "ES256", "jwk": key.as_dict(private=False)}, json.dumps(claims), key
+    )
+    bound = client.get("/api/v1/me/profile", headers={"Authorization": f"DPoP {token}", "DPoP": proof})
+    assert bound.status_code == 200, bound.json
+    as_bearer = read(client, token)
+    assert (as_bearer.status_code, as_bearer.json["error"]["message"]) == (
+        401,
+        "a DPoP-bound access token must be sent with the DPoP scheme and a proof",
+    )
+
+
+def test_an_introspected_dpop_token_type_is_an_access_token_too(stub):
+    # RFC 9449 6.2: `token_type: DPoP` names the scheme, not another kind of token; without cnf it is unbound.
+    stub.changes = {"token_type": "DPoP"}
+    assert read(client_for(stub)).status_code == 200
