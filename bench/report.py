@@ -93,6 +93,16 @@ def markdown(results: dict, splits: dict, machine: str) -> str:
         f"(`python -m bench.metrics_code`): {overhead['code_us']:.1f} µs, "
         f"{overhead['code_overhead']:.1%} of a poke's CPU without metrics.",
     ]
+    routes = results["routes"]
+    if "own_profile_dpop" in routes and "cpu_us" in routes["own_profile_dpop"]:
+        dpop, bearer = routes["own_profile_dpop"], routes["own_profile_bearer"]
+        lines += [
+            "",
+            f"DPoP beside bearer on the own profile, same run: {dpop['rps']:.0f} vs {bearer['rps']:.0f} req/s "
+            f"({dpop['rps'] / bearer['rps'] - 1:+.1%}), {dpop['cpu_us']:.0f} vs {bearer['cpu_us']:.0f} µs of server "
+            f"CPU per request ({dpop['cpu_us'] - bearer['cpu_us']:+.0f} µs: one proof verified and one Redis "
+            "`SET NX EX` of its jti).",
+        ]
     if "large" in results:
         large = results["large"]
         lines += [

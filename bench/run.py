@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import redis
 import requests
@@ -22,6 +23,7 @@ from app.store.keys import Keys
 from app.store.profiles import Profile, Profiles
 from config import Config
 from dev import oidc_driver
+from dev.dpop import DpopKey
 from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_idp, start_redis, supervised
 
 from .preload import preload
@@ -148,18 +150,31 @@ class Bench:
         token = oidc_driver.user_tokens(
             self.env["OIDC_ISSUER_URL"], self.env["OIDC_CLIENT_ID"], self.env["OIDC_REDIRECT_URI"], USER, PASSWORD
         )["access_token"]
+        # The same user's token bound to a key (RFC 9449): every request carries a fresh proof.
+        self.dpop_key = DpopKey.generate("ES256")
+        bound = oidc_driver.user_tokens(
+            self.env["OIDC_ISSUER_URL"],
+            self.env["OIDC_CLIENT_ID"],
+            self.env["OIDC_REDIRECT_URI"],
+            USER,
+            PASSWORD,
+            dpop_key=self.dpop_key,
+        )["access_token"]
         cookie = sign_in(self.base)
         self.routes = {
             "public_profile": (f"{self.base}api/v1/users/bob", {}),
             "own_profile_bearer": (f"{self.base}api/v1/me/profile", {"Authorization": f"Bearer {token}"}),
             "own_profile_cookie": (f"{self.base}api/v1/me/profile", {"Cookie": f"pp_session={cookie}", "X-CSRF": "1"}),
             "poke": (f"{self.base}api/v1/pokes", {"Authorization": f"Bearer {token}"}),
+            "own_profile_dpop": (f"{self.base}api/v1/me/profile", {"Authorization": f"DPoP {bound}"}),
         }
+        self.max_rps = 10_000.0
         self.next_target, self.targets = 1, 0
 
     def seed(self, rps: float, windows: int) -> None:
         """Enough never-poked targets for `windows` poke windows at up to 1.5 times `rps`."""
         self.targets = max(100_000, math.ceil(rps * 1.5 * windows * (SECONDS + WARMUP_SECONDS)))
+        self.max_rps = rps * 1.5
         print(f"seeding {self.targets} poke targets", flush=True)
         seed_targets(self.redis_url, Config(self.env).REDIS_KEY_PREFIX, self.targets)
 
@@ -167,12 +182,21 @@ class Bench:
         """wrk on route `name` (on `server`/`url` instead of the metered app when given)."""
         default_url, headers = self.routes[name]
         poke_from = self.next_target if name == "poke" else None
-        figures = wrk(label or name, server or self.app, url or default_url, seconds, headers, poke_from)
+        proofs = self.proofs(url or default_url, seconds, headers) if name == "own_profile_dpop" else None
+        figures = wrk(label or name, server or self.app, url or default_url, seconds, headers, poke_from, proofs)
         if poke_from is not None:
             self.next_target = figures["last_target"] + 1
             if self.next_target > self.targets:
                 raise BenchFailed(f"poke ran past the {self.targets} seeded targets")
         return figures
+
+    def proofs(self, url: str, seconds: int, headers: dict) -> Path:
+        """A file of fresh DPoP proofs for GET `url`, enough for `seconds` at the fastest rate seen."""
+        token = headers["Authorization"].removeprefix("DPoP ")
+        count = math.ceil(self.max_rps * seconds) + 1000
+        path = STATE / "dpop-proofs.txt"
+        path.write_text("".join(self.dpop_key.proof("GET", url, access_token=token) + "\n" for _ in range(count)))
+        return path
 
     def routes_with_ceilings(self, prefix: str = "") -> tuple[dict, dict]:
         """The same-config ceiling, every route, the ceiling again: (routes, mean ceiling) figures."""
@@ -220,7 +244,7 @@ def run(started: list) -> None:
     missed = [
         name
         for name, row in results["routes"].items()
-        if row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"]
+        if name in TARGETS and (row["ratio"] < TARGETS[name] or row["p99_ms"] > P99_OVER_P50 * row["p50_ms"])
     ]
     results["profiles"] = []
     for name in missed:

@@ -85,15 +85,20 @@ def worker_seconds(server: Process) -> dict[int, float]:
     return {pid: (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") for pid, fields in stats.items()}
 
 
-def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_from: int | None = None) -> dict:
+def wrk(
+    name: str, server: Process, url: str, seconds: int, headers=None, poke_from: int | None = None, proofs=None
+) -> dict:
     """Drive `url` with wrk for `seconds`; BenchFailed on any non-2xx response or socket error. Also
-    returns how the server's CPU time split over its workers (`split`, in %)."""
+    returns how the server's CPU time split over its workers (`split`, in %). `proofs` is a file of
+    DPoP proofs, one a line, each sent once."""
     argv = ["wrk", f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", str(BENCH / "wrk.lua")]
     for header, value in (headers or {}).items():
         argv += ["-H", f"{header}: {value}"]
     argv.append(url)
     if poke_from is not None:
         argv += ["--", str(poke_from), str(WRK_THREADS)]
+    if proofs is not None:
+        argv += ["--", "proofs", str(proofs), str(WRK_THREADS)]
     before = worker_seconds(server)
     output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
     used = [cpu - before.get(pid, 0) for pid, cpu in worker_seconds(server).items()]
@@ -117,6 +122,8 @@ def wrk(name: str, server: Process, url: str, seconds: int, headers=None, poke_f
 def summary(figures: dict, ceiling_rps: float | None = None, same_config_rps: float | None = None) -> dict:
     """req/s, p50 and p99 in ms, and the ratios to the best and the same-config ceiling when given."""
     result = {"rps": round(figures["rps"], 1), "p50_ms": figures["p50_us"] / 1000, "p99_ms": figures["p99_us"] / 1000}
+    if "cpu_us" in figures:
+        result["cpu_us"] = round(figures["cpu_us"], 1)
     if ceiling_rps:
         result["ratio"] = round(figures["rps"] / ceiling_rps, 3)
     if same_config_rps:

@@ -87,6 +87,7 @@ Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis:
   Demo page       {base}   (sign in as alice, bob, carol or erin; password: demo; dave is disabled)
   API             {base}api/v1/openapi.json
   User token      make token USER=alice      (code + PKCE flow, driven headlessly)
+  DPoP token      make token USER=alice DPOP=ES256   (bound to .dev/dpop-ES256.json; see docs/dpop.md)
   App token       make app-token             (client credentials)
   Stop            Ctrl-C
 """,
