@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 
 from dev import oidc_driver
-from dev.services import ROOT, Process, free_port, idp_issuer, start_idp, start_redis, supervised
+from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis, supervised
 
 SESSIONS = 8
 DELAY_MS = 5000
@@ -129,17 +129,7 @@ def main(gunicorn_options: list[str]) -> None:
         }
         import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
         Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
-        argv = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "--config",
-            str(ROOT / "gunicorn.conf.py"),
-            "--bind",
-            f"127.0.0.1:{app_port}",
-            *gunicorn_options,
-            "wsgi:app",
-        ]
+        argv = gunicorn_argv(app_port, gunicorn_options)
         app = Process("app", argv, log_path=state / "app.log", env=env)
         started.append(app)
         app.wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok)

@@ -5,7 +5,6 @@ import os
 import runpy
 import secrets
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from dev.services import ROOT, Process, free_port, idp_issuer, start_idp, start_redis
+from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis
 
 BENCH = ROOT / "bench"
 STATE = ROOT / ".dev" / "bench"
@@ -57,17 +56,7 @@ def shipped_config() -> tuple[str, list[str]]:
 
 def start_server(started: list, name: str, app: str, port: int, ready_path: str, env: dict, options: list) -> Process:
     """`app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`, returned once it answers."""
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--config",
-        str(ROOT / "gunicorn.conf.py"),
-        "--bind",
-        f"127.0.0.1:{port}",
-        *options,
-        app,
-    ]
+    argv = gunicorn_argv(port, options, app)
     process = Process(name, argv, log_path=STATE / f"{name.replace(' ', '-')}.log", env=env)
     started.append(process)
     process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/{ready_path}", timeout=1).ok)

@@ -230,20 +230,16 @@ def idp_issuer(port: int) -> str:
     return f"http://127.0.0.1:{port}/realms/dev"
 
 
+def gunicorn_argv(port: int, options=(), app: str = "wsgi:app") -> list[str]:
+    """The command that serves `app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`."""
+    config = ["--config", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"]
+    return [sys.executable, "-m", "gunicorn", *config, *options, app]
+
+
 def start_gunicorn(port: int, *, env: dict, log_path: Path | None = None, workers: int | None = 2) -> Process:
     """The app under gunicorn with the production config, on 127.0.0.1:`port`, ready once it answers;
     `workers=None` keeps the config's own worker count."""
-    argv = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--config",
-        str(ROOT / "gunicorn.conf.py"),
-        "--bind",
-        f"127.0.0.1:{port}",
-        *(["--workers", str(workers)] if workers else []),
-        "wsgi:app",
-    ]
+    argv = gunicorn_argv(port, ["--workers", str(workers)] if workers else [])
     process = Process(f"app:{port}", argv, log_path=log_path, env=env)
     process.wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/api/v1/openapi.json", timeout=1).ok)
     return process
