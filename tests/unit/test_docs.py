@@ -18,7 +18,9 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 def test_every_relative_link_resolves_inside_the_repository(document):
     relative = [target for target in LINK.findall(document.read_text()) if "://" not in target]
     for target in relative:
-        resolved = (document.parent / target.split("#", 1)[0]).resolve()
+        # A leading slash is the repository's root, as the repository's web view resolves it.
+        base = ROOT if target.startswith("/") else document.parent
+        resolved = (base / target.split("#", 1)[0].lstrip("/")).resolve()
         assert resolved.is_relative_to(ROOT), f"{document.name} links outside the repository: {target}"
         assert resolved.exists(), f"{document.name} links to a missing file: {target}"
     assert "../shared" not in document.read_text()
