@@ -6,11 +6,13 @@ import hashlib
 import json
 import secrets
 import time
+from contextlib import contextmanager
 
 import fakeredis
 import pytest
 from joserfc import jws
 from joserfc.jwk import ECKey, RSAKey
+from prometheus_client import REGISTRY
 
 from app.extensions import services
 from app.store.profiles import Profile
@@ -67,6 +69,19 @@ def refusal(response) -> tuple:
     return response.status_code, response.json["error"]["code"], response.json["error"]["message"], dpop
 
 
+def counted(reason: str) -> float:
+    """How many refusals /metrics has counted for `reason` in this process."""
+    return REGISTRY.get_sample_value("pp_dpop_refusals_total", {"reason": reason}) or 0.0
+
+
+@contextmanager
+def counts(reason: str, times: int = 1):
+    """The block makes /metrics count `times` more refusals for `reason`."""
+    before = counted(reason)
+    yield
+    assert counted(reason) == before + times
+
+
 def refused_proof(message: str) -> tuple:
     challenge = f'{CHALLENGE}, error="invalid_dpop_proof", error_description="{message}"'
     return 401, "invalid_dpop_proof", message, [challenge]
@@ -90,36 +105,48 @@ def test_a_poke_works_with_a_proof_for_post_and_its_url(api, stub_issuer):
     assert (response.status_code, response.json) == (200, {"success": True})
 
 
-CASES = {
-    "wrong typ": (dict(header={"typ": "JWT"}), "the DPoP proof's typ is not dpop+jwt"),
-    "no typ": (dict(header={"typ": None}), "the DPoP proof's typ is not dpop+jwt"),
-    "missing jwk": (dict(header={"jwk": None}), "the DPoP proof has no jwk header"),
-    "private jwk": (dict(header={"jwk": KEY.as_dict(private=True)}), "the DPoP proof's jwk holds a private key"),
+CASES = {  # case: (what the proof changes, the message, the metrics reason)
+    "wrong typ": (dict(header={"typ": "JWT"}), "the DPoP proof's typ is not dpop+jwt", "typ"),
+    "no typ": (dict(header={"typ": None}), "the DPoP proof's typ is not dpop+jwt", "typ"),
+    "missing jwk": (dict(header={"jwk": None}), "the DPoP proof has no jwk header", "jwk"),
+    "private jwk": (dict(header={"jwk": KEY.as_dict(private=True)}), "the DPoP proof's jwk holds a private key", "jwk"),
     "jwk of another key type": (
         dict(header={"jwk": KEYS["RS256"].as_dict(private=False)}),
         "the DPoP proof's jwk does not fit its algorithm",
+        "jwk",
     ),
     "signed by another key than its jwk": (
         dict(signer=OTHER_KEY),
         "the DPoP proof's signature does not verify with its jwk",
+        "signature",
     ),
-    "wrong method": (dict(htm="POST"), "the DPoP proof is for another method (htm)"),
-    "wrong URI": (dict(htu="http://localhost/api/v1/pokes"), "the DPoP proof is for another URL (htu)"),
-    "another host": (dict(htu="http://evil.example/api/v1/me/profile"), "the DPoP proof is for another URL (htu)"),
-    "no htu": (dict(htu=None), "the DPoP proof is for another URL (htu)"),
-    "missing jti": (dict(jti=None), "the DPoP proof has no usable jti"),
-    "empty jti": (dict(jti=""), "the DPoP proof has no usable jti"),
-    "missing iat": (dict(iat=None), "the DPoP proof has no iat"),
-    "iat as text": (dict(iat=str(int(time.time()))), "the DPoP proof has no iat"),
-    "iat out of window (old)": (dict(iat=int(time.time()) - 120), "the DPoP proof is too old or from the future (iat)"),
+    "wrong method": (dict(htm="POST"), "the DPoP proof is for another method (htm)", "htm"),
+    "wrong URI": (dict(htu="http://localhost/api/v1/pokes"), "the DPoP proof is for another URL (htu)", "htu"),
+    "another host": (
+        dict(htu="http://evil.example/api/v1/me/profile"),
+        "the DPoP proof is for another URL (htu)",
+        "htu",
+    ),
+    "no htu": (dict(htu=None), "the DPoP proof is for another URL (htu)", "htu"),
+    "missing jti": (dict(jti=None), "the DPoP proof has no usable jti", "jti"),
+    "empty jti": (dict(jti=""), "the DPoP proof has no usable jti", "jti"),
+    "missing iat": (dict(iat=None), "the DPoP proof has no iat", "iat"),
+    "iat as text": (dict(iat=str(int(time.time()))), "the DPoP proof has no iat", "iat"),
+    "iat out of window (old)": (
+        dict(iat=int(time.time()) - 120),
+        "the DPoP proof is too old or from the future (iat)",
+        "iat",
+    ),
     "iat out of window (future)": (
         dict(iat=int(time.time()) + 600),
         "the DPoP proof is too old or from the future (iat)",
+        "iat",
     ),
-    "missing ath": (dict(ath=None), "the DPoP proof has no ath"),
+    "missing ath": (dict(ath=None), "the DPoP proof has no ath", "ath"),
     "wrong ath": (
         dict(ath=b64url(hashlib.sha256(b"another token").digest())),
         "the DPoP proof is for another access token (ath)",
+        "ath",
     ),
 }
 
@@ -127,8 +154,10 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_proof_that_breaks_one_rule_is_refused_naming_it(api, stub_issuer, case):
     token = bound_token(stub_issuer)
-    changes, message = CASES[case]
+    changes, message, reason = CASES[case]
+    before = counted(reason)
     assert refusal(call(api, token, [proof(token, **changes)])) == refused_proof(message)
+    assert counted(reason) == before + 1
 
 
 @pytest.mark.parametrize(
@@ -142,7 +171,8 @@ def test_a_proof_that_breaks_one_rule_is_refused_naming_it(api, stub_issuer, cas
 )
 def test_a_proof_that_is_no_jws_is_refused(api, stub_issuer, value, message):
     token = bound_token(stub_issuer)
-    assert refusal(call(api, token, [value])) == refused_proof(message)
+    with counts("malformed"):
+        assert refusal(call(api, token, [value])) == refused_proof(message)
 
 
 @pytest.mark.parametrize("alg", ["HS256", "none", "ES384", "EdDSA"])
@@ -151,20 +181,23 @@ def test_a_proof_with_an_algorithm_outside_the_list_is_refused(api, stub_issuer,
     header = b64url(f'{{"typ":"dpop+jwt","alg":"{alg}","jwk":{{"kty":"oct","k":"c2VjcmV0"}}}}'.encode())
     claims = b64url(b'{"jti":"x","htm":"GET"}')
     message = "the DPoP proof's algorithm is not one of ES256 PS256 RS256"
-    assert refusal(call(api, token, [f"{header}.{claims}.c2ln"])) == refused_proof(message)
+    with counts("alg"):
+        assert refusal(call(api, token, [f"{header}.{claims}.c2ln"])) == refused_proof(message)
 
 
 def test_a_proof_signed_with_another_key_than_the_token_is_bound_to_is_refused(api, stub_issuer):
     token = bound_token(stub_issuer, OTHER_KEY)
     message = "the DPoP proof is signed with a key the token is not bound to (jkt)"
-    assert refusal(call(api, token, [proof(token)])) == refused_proof(message)
+    with counts("jkt"):
+        assert refusal(call(api, token, [proof(token)])) == refused_proof(message)
 
 
 def test_two_dpop_headers_are_refused(api, stub_issuer):
     token = bound_token(stub_issuer)
     message = "exactly one DPoP header is required"
-    assert refusal(call(api, token, [proof(token), proof(token)])) == refused_proof(message)
-    assert refusal(call(api, token, [f"{proof(token)},{proof(token)}"])) == refused_proof(message)
+    with counts("count", times=2):
+        assert refusal(call(api, token, [proof(token), proof(token)])) == refused_proof(message)
+        assert refusal(call(api, token, [f"{proof(token)},{proof(token)}"])) == refused_proof(message)
 
 
 def test_no_dpop_header_is_refused(api, stub_issuer):
@@ -176,7 +209,8 @@ def test_a_replayed_proof_is_refused_the_second_time(api, stub_issuer):
     token = bound_token(stub_issuer)
     sent = proof(token)
     assert call(api, token, [sent]).status_code == 200
-    assert refusal(call(api, token, [sent])) == refused_proof("this DPoP proof was already used (jti)")
+    with counts("replay"):
+        assert refusal(call(api, token, [sent])) == refused_proof("this DPoP proof was already used (jti)")
 
 
 def test_a_replay_is_refused_by_another_instance_sharing_the_redis(api, stub_issuer, redis):
@@ -205,7 +239,8 @@ def test_a_refused_proof_takes_no_place_in_redis(api, stub_issuer, redis):
 
 def test_a_bound_token_sent_as_bearer_is_refused_even_with_a_proof(api, stub_issuer):
     token = bound_token(stub_issuer)
-    response = call(api, token, [proof(token)], scheme="Bearer")
+    with counts("downgrade"):
+        response = call(api, token, [proof(token)], scheme="Bearer")
     message = "a DPoP-bound access token must be sent with the DPoP scheme and a proof"
     assert refusal(response) == (401, "invalid_token", message, [CHALLENGE])
     assert response.headers["WWW-Authenticate"] == (
@@ -231,7 +266,8 @@ def test_an_unbound_token_sent_with_the_dpop_scheme_is_refused(api, stub_issuer)
     token = stub_issuer.sign(stub_issuer.access_claims())
     message = "an access token sent with the DPoP scheme must be bound to a key (cnf.jkt)"
     challenge = f'{CHALLENGE}, error="invalid_token", error_description="{message}"'
-    assert refusal(call(api, token, [proof(token)])) == (401, "invalid_token", message, [challenge])
+    with counts("unbound"):
+        assert refusal(call(api, token, [proof(token)])) == (401, "invalid_token", message, [challenge])
 
 
 @pytest.mark.parametrize(
@@ -296,9 +332,10 @@ def test_urls_are_compared_as_rfc_9449_says(url, normalized):
 
 
 def test_with_server_nonces_a_proof_without_one_gets_use_dpop_nonce_and_the_retry_passes(stub_issuer, redis):
-    app = app_with_alice(stub_issuer.issuer, redis, DPOP_NONCE="on")
+    app = app_with_alice(stub_issuer.issuer, redis, DPOP_NONCE="on", METRICS_TOKEN="m" * 32)
     token = bound_token(stub_issuer)
-    first = call(app, token, [proof(token)])
+    with counts("nonce"):
+        first = call(app, token, [proof(token)])
     message = "the DPoP proof must carry the server's nonce (DPoP-Nonce)"
     challenge = f'{CHALLENGE}, error="use_dpop_nonce", error_description="{message}"'
     assert refusal(first) == (401, "use_dpop_nonce", message, [challenge])
