@@ -42,13 +42,9 @@ _VERIFIERS = {alg: _ProofRegistry(algorithms=[alg]) for alg in ALGORITHMS}
 
 
 class InvalidDpopProof(Unauthorized):
-    """A DPoP request whose proof fails a check of RFC 9449 4.3; `reason` is the metrics label."""
+    """A DPoP request whose proof fails a check of RFC 9449 4.3."""
 
     code = "invalid_dpop_proof"
-
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
 
 
 class UseDpopNonce(InvalidDpopProof):
@@ -57,7 +53,7 @@ class UseDpopNonce(InvalidDpopProof):
     code = "use_dpop_nonce"
 
     def __init__(self, nonce: str):
-        super().__init__("nonce", "the DPoP proof must carry the server's nonce (DPoP-Nonce)")
+        super().__init__("the DPoP proof must carry the server's nonce (DPoP-Nonce)")
         self.nonce = nonce
 
     def headers(self) -> dict[str, str]:
@@ -202,5 +198,6 @@ def _public_key(jwk, alg: str):
 
 
 def _refused(reason: str, message: str) -> InvalidDpopProof:
+    """The refusal saying `message`, counted in /metrics under `reason` (a fixed set of check names)."""
     count_dpop_refusal(reason)
-    return InvalidDpopProof(reason, message)
+    return InvalidDpopProof(message)

@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 
 from app.extensions import services
 from app.store.profiles import Profile
-from app.tokens.dpop import b64url_sha256, normalized_url
+from app.tokens.dpop import DpopNonces, normalized_url
 from tests.helpers.apps import app_with_alice
 from tests.helpers.stub_issuer import b64url
 
@@ -36,7 +36,7 @@ def proof(token: str | None, *, key=KEY, alg="ES256", header=None, signer=None, 
     base = {"typ": "dpop+jwt", "alg": alg, "jwk": key.as_dict(private=False)}
     body = {"jti": secrets.token_urlsafe(12), "htm": "GET", "htu": URL, "iat": int(time.time())}
     if token is not None:
-        body["ath"] = b64url_sha256(token)
+        body["ath"] = b64url(hashlib.sha256(token.encode()).digest())  # computed here, not by the code under test
     header = {name: value for name, value in {**base, **(header or {})}.items() if value is not None}
     body = {name: value for name, value in {**body, **claims}.items() if value is not None}
     registry = BigHeaders(algorithms=[alg])
@@ -323,6 +323,7 @@ def test_behind_a_proxy_htu_is_the_public_https_url(stub_issuer, redis):
         ("https://[::1]:8443/x", "https://[::1]:8443/x"),
         ("https://h", "https://h/"),
         ("ftp://h/x", None),
+        ("http:///no-host", None),
         ("/relative", None),
         ("https://h:99999/", None),
     ],
@@ -363,3 +364,27 @@ def test_refusals_are_counted_by_reason_in_the_metrics(api, stub_issuer):
     assert 'pp_dpop_refusals_total{reason="htm"}' in scraped
     assert 'pp_dpop_refusals_total{reason="downgrade"}' in scraped
     assert token not in scraped
+
+
+def test_a_jwk_that_is_no_usable_key_is_refused(api, stub_issuer):
+    token = bound_token(stub_issuer)
+    broken = {**KEY.as_dict(private=False), "x": "AAAA", "y": "AAAA"}  # not a point of P-256
+    message = "the DPoP proof's jwk is not a usable public key"
+    with counts("jwk"):
+        assert refusal(call(api, token, [proof(token, header={"jwk": broken})])) == refused_proof(message)
+
+
+def test_a_server_nonce_is_good_in_its_time_bucket_and_the_next_one_only(monkeypatch):
+    now = [1_000_000.0]
+    monkeypatch.setattr("app.tokens.dpop.time.time", lambda: now[0])
+    nonces = DpopNonces("a-secret-key-of-at-least-32-characters", period=300)
+    issued = nonces.current()
+    assert nonces.accepts(issued)
+    now[0] += 300  # the next bucket: the previous nonce still passes
+    assert nonces.accepts(issued) and nonces.current() != issued
+    later = nonces.current()
+    now[0] += 300  # two buckets on: it is refused
+    assert not nonces.accepts(issued)
+    now[0] -= 600  # a nonce of a bucket still to come is not current yet
+    assert not nonces.accepts(later)
+    assert not nonces.accepts(None) and not nonces.accepts(42)
