@@ -37,8 +37,9 @@ class _ProofRegistry(jws.JWSRegistry):
     max_signature_length = 2048
 
 
-_PARSER = _ProofRegistry(algorithms=list(ALGORITHMS))
-_VERIFIERS = {alg: _ProofRegistry(algorithms=[alg]) for alg in ALGORITHMS}
+# Header members this module does not know are ignored, as JOSE says, unless a proof marks them `crit`.
+_PARSER = _ProofRegistry(algorithms=list(ALGORITHMS), strict_check_header=False)
+_VERIFIERS = {alg: _ProofRegistry(algorithms=[alg], strict_check_header=False) for alg in ALGORITHMS}
 
 
 class InvalidDpopProof(Unauthorized):

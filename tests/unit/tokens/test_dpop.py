@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import fakeredis
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, utils
 from joserfc import jws
 from joserfc.jwk import ECKey, RSAKey
 from prometheus_client import REGISTRY
@@ -388,3 +390,85 @@ def test_a_server_nonce_is_good_in_its_time_bucket_and_the_next_one_only(monkeyp
     now[0] -= 600  # a nonce of a bucket still to come is not current yet
     assert not nonces.accepts(later)
     assert not nonces.accepts(None) and not nonces.accepts(42)
+
+
+def raw_proof(header: dict, payload: bytes, key=KEY) -> str:
+    """An ES256 JWS signed by hand, for headers and payloads a JOSE library would refuse to write."""
+    signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(payload)}"
+    r, s = utils.decode_dss_signature(key.private_key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+
+def es256_header(**members) -> dict:
+    return {"typ": "dpop+jwt", "alg": "ES256", "jwk": KEY.as_dict(private=False), **members}
+
+
+def proof_claims(token: str, **changes) -> bytes:
+    claims = {"jti": secrets.token_urlsafe(12), "htm": "GET", "htu": URL, "iat": int(time.time())}
+    claims["ath"] = b64url(hashlib.sha256(token.encode()).digest())
+    return json.dumps({**claims, **changes}).encode()
+
+
+@pytest.mark.parametrize(
+    ("sent", "message", "reason"),
+    [
+        (
+            lambda token: raw_proof(es256_header(crit=["x"], x=1), proof_claims(token)),
+            "the DPoP proof has an unsupported critical header",
+            "malformed",
+        ),
+        (
+            lambda token: raw_proof(es256_header(), b"[1, 2]"),
+            "the DPoP proof's claims are not a JSON object",
+            "malformed",
+        ),
+        (
+            lambda token: raw_proof(es256_header(), b"not json"),
+            "the DPoP proof's claims are not a JSON object",
+            "malformed",
+        ),
+        (
+            lambda token: raw_proof(
+                es256_header(jwk=ECKey.generate_key("P-384").as_dict(private=False)), proof_claims(token)
+            ),
+            "the DPoP proof's signature does not verify with its jwk",
+            "signature",
+        ),
+        (
+            lambda token: raw_proof(es256_header(), proof_claims(token, htu=42)),
+            "the DPoP proof is for another URL (htu)",
+            "htu",
+        ),
+        (
+            lambda token: raw_proof(es256_header(), proof_claims(token, jti="j" * 257)),
+            "the DPoP proof has no usable jti",
+            "jti",
+        ),
+    ],
+    ids=["crit header", "claims a list", "claims not JSON", "jwk of another curve", "htu a number", "jti over 256"],
+)
+def test_a_proof_a_library_would_not_write_is_refused_naming_why(api, stub_issuer, sent, message, reason):
+    token = bound_token(stub_issuer)
+    with counts(reason):
+        assert refusal(call(api, token, [sent(token)])) == refused_proof(message)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"jti": "j"}, {"jti": "j" * 256}, {"unknown_claim": True}],
+    ids=["one-character jti", "256-character jti", "an extra claim"],
+)
+def test_a_proof_at_the_edges_of_what_is_allowed_passes(api, stub_issuer, changes):
+    token = bound_token(stub_issuer)
+    assert (
+        call(
+            api, token, [raw_proof(es256_header(kid="k1", extra="ignored"), proof_claims(token, **changes))]
+        ).status_code
+        == 200
+    )
+
+
+def test_a_proof_of_exactly_the_size_limit_is_parsed_and_one_byte_more_is_not(api, stub_issuer):
+    token = bound_token(stub_issuer)
+    assert refusal(call(api, token, ["x" * 8192]))[2] == "the DPoP proof is not a JWT"
+    assert refusal(call(api, token, ["x" * 8193]))[2] == "the DPoP proof is too large"
