@@ -91,18 +91,21 @@ class Guard:
             raise Unauthorized("authentication required")
         require_csrf_header(request.headers)
         session = self._session_tokens.credential_for_cookie(cookie)
-        return self._principal(Credential(BEARER, session.access_token)), session.profile
+        return self._bearer_principal(session.access_token), session.profile
 
     def _principal(self, sent: Credential) -> Principal:
         """The one place an access token is validated: the token, then its sender constraint."""
-        if sent.scheme == DPOP:
-            try:
-                return self._proven_principal(sent.token)
-            except ApiError as failure:
-                if failure.status == 401:
-                    g.dpop_failure = (failure.code, failure.message)  # for the DPoP challenge
-                raise
-        principal = self._access_tokens.verify(sent.token)
+        if sent.scheme != DPOP:
+            return self._bearer_principal(sent.token)
+        try:
+            return self._proven_principal(sent.token)
+        except ApiError as failure:
+            if failure.status == 401:
+                g.dpop_failure = (failure.code, failure.message)  # for the DPoP challenge
+            raise
+
+    def _bearer_principal(self, token: str) -> Principal:
+        principal = self._access_tokens.verify(token)
         if principal.bound_key is not None:  # RFC 9449 7.2: never downgraded to a bearer token
             count_dpop_refusal("downgrade")
             raise InvalidToken("a DPoP-bound access token must be sent with the DPoP scheme and a proof")
