@@ -16,10 +16,25 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture(scope="session")
-def stub_issuer():
+def _stub_issuer_server():
+    """One stub issuer for the whole session: its RSA key and its server thread are slow to make."""
     issuer = StubIssuer()
     yield issuer
     issuer.stop()
+
+
+@pytest.fixture
+def stub_issuer(_stub_issuer_server):
+    """The session's stub issuer as every test must find it, whatever ran before: publishing its own
+    key and nothing fetched yet. Tests change `published` (a key rotation) and read `fetches`; mutmut
+    runs each mutant's tests in an order of its own (by measured duration), so state left behind by
+    one test must never decide another's result."""
+    issuer = _stub_issuer_server
+    issuer.published = [issuer.key]
+    issuer.fetches.clear()
+    yield issuer
+    issuer.published = [issuer.key]
+    issuer.fetches.clear()
 
 
 @pytest.fixture
@@ -30,7 +45,6 @@ def fake_redis():
 @pytest.fixture
 def unit_app(stub_issuer, fake_redis):
     """An app on fakeredis that trusts the stub issuer."""
-    stub_issuer.published = [stub_issuer.key]
     return create_app(Config(app_env(stub_issuer.issuer)), redis=fake_redis)
 
 

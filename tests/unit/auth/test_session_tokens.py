@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from app.auth import refresh, session_records, session_tokens
+from app.auth.refresh import WAIT_STEP
 from app.auth.sealing import Sealer
 from app.auth.session_tokens import SessionTokens
 from app.auth.sessions import session_ref
@@ -14,6 +16,7 @@ from app.store.keys import Keys
 from app.store.profiles import Profile
 from app.store.session_index import SessionIndex
 from app.store.tokensets import TokenSets
+from tests.helpers.clock import FakeClock
 from tests.helpers.fake_login_client import FakeLoginClient
 
 SECRET = "a-secret-key-of-at-least-32-characters"
@@ -46,6 +49,16 @@ def tokens(token_sets, login_client):
         idp_timeout=0.05,
         refresh_wait=0.3,
     )
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The session tokens' clock, moved only by the test and by a waiter's own sleeps (WAIT_STEP each):
+    whether a waiter sees another request's tokens before its wait runs out is staged, not raced."""
+    fake = FakeClock()
+    for module in (session_tokens, session_records, refresh):  # one clock for the record, its life and its refresh
+        monkeypatch.setattr(module, "time", fake)
+    return fake
 
 
 def sign_in(tokens, *, expires_in: int, refresh_token: str | None = "rt-0") -> dict:
@@ -96,62 +109,74 @@ def test_a_token_near_expiry_is_refreshed_and_stored_as_the_next_version(tokens,
     assert lock_is_free(token_sets)
 
 
-def test_concurrent_requests_refresh_once_and_the_waiter_gets_the_new_version(tokens, token_sets, login_client):
+def test_concurrent_requests_refresh_once_and_the_waiter_gets_the_new_version(tokens, token_sets, login_client, clock):
     sign_in(tokens, expires_in=-10)
-    refreshing, results = threading.Event(), {}
-
-    def slow_refresh():
-        refreshing.set()
-        time.sleep(0.15)
-
-    login_client.during_refresh = slow_refresh
+    refreshing, waiting, results = threading.Event(), threading.Event(), {}
+    # The first request holds the lock in its refresh call until the second is waiting, and the second's
+    # first wait step ends only once the first has stored its tokens: the same order however busy the
+    # machine (a sleep racing the second request could let the first finish before the second looked).
+    login_client.during_refresh = lambda: (refreshing.set(), waiting.wait(5))
     first = threading.Thread(target=lambda: results.update(first=tokens.credential_for_cookie(SID).access_token))
     first.start()
-    assert refreshing.wait(1)
+    assert refreshing.wait(5)
+    clock.on_sleep = lambda: (waiting.set(), first.join(5))
     results["second"] = tokens.credential_for_cookie(SID).access_token  # finds the lock taken: waits
-    first.join(1)
+    first.join(5)
     assert results == {"first": "at-1", "second": "at-1"}
     assert login_client.refreshed_with == ["rt-0"]
+    assert clock.slept == [WAIT_STEP]  # it waited one step and took the first request's tokens
 
 
-def test_a_waiter_receives_the_version_another_instance_stored(tokens, token_sets, login_client):
+def test_a_waiter_receives_the_version_another_instance_stored(tokens, token_sets, login_client, clock):
     sign_in(tokens, expires_in=-10)
     assert token_sets.lock(REF, "another-instance", 5000)
-    timer = threading.Timer(0.1, store_newer, args=[token_sets])
-    timer.start()
+    clock.at(0.1, store_newer, token_sets)  # 0.1 s into the wait, whatever the machine's load
     assert tokens.credential_for_cookie(SID).access_token == "at-newer"
-    timer.join()
+    assert 0.1 <= sum(clock.slept) < 0.1 + 2 * WAIT_STEP  # taken at the first look after it was stored
     assert login_client.refreshed_with == []
 
 
-def test_a_waiter_gives_up_with_503_when_the_refresh_outlasts_its_wait(tokens, token_sets, login_client):
+def test_a_waiter_gives_up_with_503_when_the_refresh_outlasts_its_wait(tokens, token_sets, login_client, clock):
     sign_in(tokens, expires_in=-10)
     assert token_sets.lock(REF, "another-instance", 5000)
-    started = time.monotonic()
+    started = clock.monotonic()
     with pytest.raises(Unavailable) as refused:
         tokens.credential_for_cookie(SID)
     assert refused.value.status == 503
     assert refused.value.message == "the session's tokens are being refreshed; try again"
-    assert 0.3 <= time.monotonic() - started < 0.9
+    assert 0.3 <= round(clock.monotonic() - started, 9) < 0.3 + 2 * WAIT_STEP  # its refresh_wait, no more
     assert login_client.refreshed_with == []
 
 
-def test_a_waiter_hears_401_when_the_session_ends_while_it_waits(tokens, token_sets):
+def test_a_waiter_waits_twice_the_provider_timeout_and_a_second_by_default(token_sets, login_client, clock):
+    # Without refresh_wait, a waiter outlasts a refresh call of up to two provider timeouts (connect and
+    # read) and a second more. Only the clock tells this apart from another default, so it is the
+    # test's clock: on the machine's it would take seconds and be a race with the load.
+    tokens = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=2,
+    )  # fmt: skip
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 9000)
+    with pytest.raises(Unavailable):
+        tokens.credential_for_cookie(SID)
+    assert 5 <= round(sum(clock.slept), 9) < 5 + 2 * WAIT_STEP
+
+
+def test_a_waiter_hears_401_when_the_session_ends_while_it_waits(tokens, token_sets, clock):
     sign_in(tokens, expires_in=-10)
     assert token_sets.lock(REF, "another-instance", 5000)
-    timer = threading.Timer(0.1, token_sets.delete, args=[REF])
-    timer.start()
+    clock.at(0.1, token_sets.delete, REF)  # signed out 0.1 s into the wait
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
-    timer.join()
+    assert sum(clock.slept) < 0.3  # heard before its wait ran out
 
 
-def test_a_still_valid_token_is_used_while_another_request_refreshes(tokens, token_sets, login_client):
+def test_a_still_valid_token_is_used_while_another_request_refreshes(tokens, token_sets, login_client, clock):
     sign_in(tokens, expires_in=30)
     assert token_sets.lock(REF, "another-instance", 5000)
-    started = time.monotonic()
     assert tokens.credential_for_cookie(SID).access_token == "at-0"
-    assert time.monotonic() - started < 0.1  # no waiting
+    assert clock.slept == []  # no waiting
     assert login_client.refreshed_with == []
 
 
@@ -245,6 +270,14 @@ def test_a_session_past_its_absolute_end_is_over(tokens, token_sets, login_clien
     assert stored(token_sets) is None
 
 
+def test_a_session_is_over_at_the_very_instant_of_its_absolute_end(tokens, token_sets, clock):
+    record = sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, sealed({**record, "ends": clock.time()}))  # the clock stands still
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.current(SID)
+    assert stored(token_sets) is None
+
+
 def test_an_unknown_session_is_401(tokens):
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie("never-signed-in")
@@ -266,6 +299,17 @@ def test_use_within_a_minute_of_the_last_extension_writes_nothing(tokens, fake_r
     fake_redis.pexpire(KEYS.token_set(REF), (IDLE - 30) * 1000)
     tokens.current(SID)
     assert fake_redis.pttl(KEYS.token_set(REF)) <= (IDLE - 30) * 1000
+
+
+def test_a_short_lived_session_is_extended_once_a_quarter_of_its_time_has_passed(tokens, token_sets, fake_redis, clock):
+    record = sign_in(tokens, expires_in=300)
+    assert token_sets.replace(REF, 1, sealed({**record, "ends": clock.time() + 100}))  # 100 s left in all
+    fake_redis.pexpire(KEYS.token_set(REF), 78_000)  # 22 s used: less than a quarter, so no write
+    tokens.current(SID)
+    assert fake_redis.pttl(KEYS.token_set(REF)) <= 78_000
+    fake_redis.pexpire(KEYS.token_set(REF), 74_000)  # 26 s used: extended to the end
+    tokens.current(SID)
+    assert fake_redis.pttl(KEYS.token_set(REF)) > 95_000
 
 
 def test_the_idle_expiry_never_passes_the_absolute_end(tokens, token_sets, fake_redis):
@@ -351,22 +395,25 @@ def test_a_refreshed_id_token_that_cannot_be_checked_in_an_outage_is_503_and_the
     assert lock_is_free(token_sets)
 
 
-def expiring_in(tokens, token_sets, seconds: float) -> None:
-    """A session whose access token has `seconds` left, and another request holding its refresh lock."""
+def expiring_in(tokens, token_sets, clock, seconds: float) -> None:
+    """A session whose access token has `seconds` left by `clock` (which stands still: however long the
+    call takes, that is what it finds), and another request holding its refresh lock."""
     sign_in(tokens, expires_in=300)
-    assert token_sets.replace(REF, 1, sealed({**stored(token_sets), "expires_at": time.time() + seconds}))
+    assert token_sets.replace(REF, 1, sealed({**stored(token_sets), "expires_at": clock.time() + seconds}))
     assert token_sets.lock(REF, "another-instance", 5000)
 
 
-def test_a_token_with_more_than_a_second_left_is_used_while_another_request_refreshes(tokens, token_sets):
-    expiring_in(tokens, token_sets, 1.5)
+def test_a_token_with_more_than_a_second_left_is_used_while_another_request_refreshes(tokens, token_sets, clock):
+    expiring_in(tokens, token_sets, clock, 1.5)
     assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert clock.slept == []
 
 
-def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens, token_sets):
-    expiring_in(tokens, token_sets, 0.5)
+def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens, token_sets, clock):
+    expiring_in(tokens, token_sets, clock, 0.5)
     with pytest.raises(Unavailable):  # the other refresh never stores anything: the wait runs out
         tokens.credential_for_cookie(SID)
+    assert sum(clock.slept) >= 0.3
 
 
 def index_of(token_sets) -> SessionIndex:

@@ -2,12 +2,12 @@
 removed key stops being trusted, unparseable entries skipped, and neither the first load nor a
 max-age re-read spending the one unknown-kid refetch per interval; against the stub issuer's JWKS."""
 
-import time
-
 import pytest
 
+from app.tokens import provider as provider_module
 from app.tokens.provider import Provider, discovery_url
 from app.tokens.signatures import BadToken, signed_claims
+from tests.helpers.clock import FakeClock
 from tests.helpers.stub_issuer import StubIssuer
 
 
@@ -33,6 +33,15 @@ def stub(keys):
     issuer.stop()
 
 
+@pytest.fixture
+def clock(monkeypatch):
+    """The provider's clock, moved only by the test: a key set is as old as the test says, not as old as
+    a busy machine made it between two calls (a 0.2 s max age can pass between any two lines)."""
+    fake = FakeClock()
+    monkeypatch.setattr(provider_module, "time", fake)
+    return fake
+
+
 def provider(stub, *, max_age=600.0, refetch_interval=30.0) -> Provider:
     return Provider(stub.issuer, timeout=2, discovery_ttl=3600, refetch_interval=refetch_interval, max_age=max_age)
 
@@ -41,12 +50,13 @@ def token(stub, key) -> str:
     return stub.sign(stub.access_claims(), key=key)
 
 
-def test_a_removed_key_is_refused_once_the_cached_keys_are_older_than_the_max_age(stub, keys):
+def test_a_removed_key_is_refused_once_the_cached_keys_are_older_than_the_max_age(stub, keys, clock):
     idp = provider(stub, max_age=0.3)
     assert signed_claims(idp, token(stub, keys[0]))[1]["sub"] == "user-sub-1"
     stub.key, stub.published = keys[1], [keys[1]]  # the provider drops key-0, say it leaked
+    clock.advance(0.29)
     assert signed_claims(idp, token(stub, keys[0]))  # still cached: trusted until the max age
-    time.sleep(0.35)
+    clock.advance(0.06)
     with pytest.raises(BadToken, match="not signed by a known key"):
         signed_claims(idp, token(stub, keys[0]))
     assert signed_claims(idp, token(stub, keys[1]))
@@ -72,10 +82,10 @@ def test_the_first_load_spends_no_unknown_kid_refetch(stub, keys):
     assert stub.fetches["jwks"] == 2
 
 
-def test_a_max_age_reread_spends_no_unknown_kid_refetch(stub, keys):
+def test_a_max_age_reread_spends_no_unknown_kid_refetch(stub, keys, clock):
     idp = provider(stub, max_age=0.2)
     assert signed_claims(idp, token(stub, keys[0]))
-    time.sleep(0.25)
+    clock.advance(0.25)
     assert signed_claims(idp, token(stub, keys[0]))  # re-read by age
     stub.published = [keys[0], keys[2]]
     assert signed_claims(idp, token(stub, keys[2]))  # the unknown-kid refetch is still there to spend
