@@ -17,7 +17,7 @@ from .auth.routes import bp as auth_bp
 from .auth.session_tokens import SessionTokens
 from .auth.sessions import BffSessionInterface
 from .cli import users_cli
-from .errors import register_error_handlers
+from .error_responses import register_error_handlers
 from .extensions import Services, init_limiter, make_redis
 from .health import bp as health_bp
 from .logs import configure_logging

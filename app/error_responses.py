@@ -1,0 +1,134 @@
+"""The one place that turns each exception of app.errors into the contract's body and headers."""
+
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+
+import redis
+from flask import Flask, current_app, jsonify, render_template, request
+from flask_limiter import RateLimitExceeded
+from werkzeug.exceptions import HTTPException
+
+from .errors import (
+    REDIS_DOWN,
+    RETRY_AFTER_UNAVAILABLE,
+    ApiError,
+    BadLogoutToken,
+    LoginFailed,
+    PokeFailed,
+    ProviderUnavailable,
+    Unavailable,
+    UnknownUser,
+    is_out_of_memory,
+)
+from .prefixes import API_PREFIX, AUTH_PREFIX
+
+USERS_PREFIX = f"{API_PREFIX}/users/"
+
+log = logging.getLogger(__name__)
+
+
+def _envelope(status: int, code: str, message: str, headers=None):
+    return jsonify(error={"code": code, "message": message}), status, headers or {}
+
+
+def _wants_page() -> bool:
+    return request.method == "GET" and request.path in {f"{AUTH_PREFIX}/login", f"{AUTH_PREFIX}/callback"}
+
+
+def handle_api_error(error: ApiError):
+    return _envelope(error.status, error.code, error.message, error.headers())
+
+
+def handle_bad_logout_token(error: BadLogoutToken):
+    # Back-Channel Logout 1.0 section 2.8: an OAuth-style error body, not the API envelope.
+    return jsonify(error="invalid_request", error_description=str(error)), 400, {"Cache-Control": "no-store"}
+
+
+def handle_unknown_user(error: UnknownUser):
+    return "user not found\n", 404, {"Content-Type": "text/plain; charset=utf-8"}
+
+
+def handle_poke_failed(error: PokeFailed):
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+    return jsonify(success=False, error=error.message), error.status, headers
+
+
+def handle_login_failed(error: LoginFailed):
+    if _wants_page():
+        return render_template("auth_error.html", message=error.message), error.status
+    return _envelope(error.status, error.code, error.message)
+
+
+def handle_redis_down(error: Exception, *, count: Callable[[Exception], None]):
+    count(error)
+    log.warning("redis unavailable: %s", type(error).__name__)
+    return _unavailable("the service's storage is unavailable")
+
+
+def handle_redis_refusal(error: redis.ResponseError, *, count: Callable[[Exception], None]):
+    if is_out_of_memory(error):
+        count(error)
+        log.warning("redis refused a write: out of memory")
+        return _unavailable("the service's storage is full; try again later")
+    return handle_unexpected(error)
+
+
+def handle_rate_limited(error: RateLimitExceeded):
+    message = "too many requests from this address; try again later"
+    breached = current_app.extensions["rate_limiter"].current_limit
+    headers = {"Retry-After": str(max(1, int(breached.reset_at - time.time())) if breached else 60)}
+    if _wants_page():
+        return render_template("auth_error.html", message=message), 429, headers
+    return _envelope(429, "too_many_requests", message, headers)
+
+
+def handle_provider_down(error: ProviderUnavailable):
+    log.warning("identity provider unavailable: %s", error)
+    return _unavailable("the identity provider is unavailable")
+
+
+def _unavailable(message: str):
+    if _wants_page():
+        return render_template("auth_error.html", message=message), 503, {"Retry-After": RETRY_AFTER_UNAVAILABLE}
+    return handle_api_error(Unavailable(message))
+
+
+def handle_http_error(error: HTTPException, *, count: Callable[[Exception], None]):
+    # A failure while Flask-Session opens or saves a session arrives wrapped in a 500.
+    if isinstance(getattr(error, "original_exception", None), REDIS_DOWN):
+        return handle_redis_down(error.original_exception, count=count)
+    if is_out_of_memory(getattr(error, "original_exception", None)):
+        return handle_redis_refusal(error.original_exception, count=count)
+    if not request.path.startswith((API_PREFIX, AUTH_PREFIX)):
+        return error
+    if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:
+        # A name the router cannot even match (a newline, say) is still just an unknown user.
+        return handle_unknown_user(UnknownUser(request.path))
+    code = (error.name or "error").lower().replace(" ", "_")
+    headers = {"Allow": ", ".join(error.valid_methods)} if getattr(error, "valid_methods", None) else {}
+    return _envelope(error.code or 500, code, error.description or error.name, headers)
+
+
+def handle_unexpected(error: Exception):
+    log.exception("unexpected failure")
+    if _wants_page():
+        return render_template("auth_error.html", message="something went wrong"), 500
+    return _envelope(500, "internal_error", "something went wrong")
+
+
+def register_error_handlers(app: Flask, *, count_redis_error: Callable[[Exception], None]) -> None:
+    """Every exception to its response; `count_redis_error` hears of each Redis failure answered 503."""
+    app.register_error_handler(ApiError, handle_api_error)
+    app.register_error_handler(UnknownUser, handle_unknown_user)
+    app.register_error_handler(BadLogoutToken, handle_bad_logout_token)
+    app.register_error_handler(PokeFailed, handle_poke_failed)
+    app.register_error_handler(LoginFailed, handle_login_failed)
+    for exception in REDIS_DOWN:
+        app.register_error_handler(exception, partial(handle_redis_down, count=count_redis_error))
+    app.register_error_handler(redis.ResponseError, partial(handle_redis_refusal, count=count_redis_error))
+    app.register_error_handler(ProviderUnavailable, handle_provider_down)
+    app.register_error_handler(RateLimitExceeded, handle_rate_limited)
+    app.register_error_handler(HTTPException, partial(handle_http_error, count=count_redis_error))
+    app.register_error_handler(Exception, handle_unexpected)
