@@ -76,27 +76,27 @@ SECTIONS = [
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
 # (test_robust_<subject>...) wherever the test lives, before the path prefixes above.
 ROBUST_SECTIONS = [
-    ("test_robust_endpoints", "1. Endpoints a provider lists elsewhere",
+    ("test_robust_endpoints", "Endpoints a provider lists elsewhere",
      "introspection and revocation endpoints from RFC 8414 metadata or explicit settings; a missing one named "
      "by /readyz and the API, never a per-request outage"),
-    ("test_robust_introspection", "2 and 4. Opaque tokens: answers without sub, junk-token floods",
+    ("test_robust_introspection", "Opaque tokens: answers without sub, junk-token floods",
      "subject from userinfo when introspection omits it; refusals remembered; provider calls bounded per "
      "client and in total (429/503 + Retry-After); one 401 for every refused token"),
-    ("test_robust_refresh_revocation", "3. Old access token revoked at refresh",
+    ("test_robust_refresh_revocation", "Old access token revoked at refresh",
      "8 simultaneous cookie requests while the provider revokes the old token: one refresh, all 200"),
-    ("test_robust_cookie_retry", "3. Old access token revoked at refresh", ""),
-    ("test_robust_session_retry", "3. Old access token revoked at refresh", ""),
-    ("test_robust_signin", "5. Sign-in floods from many addresses",
+    ("test_robust_cookie_retry", "Old access token revoked at refresh", ""),
+    ("test_robust_session_retry", "Old access token revoked at refresh", ""),
+    ("test_robust_signin", "Sign-in floods from many addresses",
      "pending sign-ins bounded in total, a small Redis never fills, sessions survive a flood from 1,000 "
      "addresses, IPv6 clients counted per /64"),
-    ("test_robust_pending", "5. Sign-in floods from many addresses", ""),
-    ("test_robust_ipv6", "5. Sign-in floods from many addresses", ""),
-    ("test_robust_addresses", "5. Sign-in floods from many addresses", ""),
-    ("test_robust_import", "6. One profile, one subject",
+    ("test_robust_pending", "Sign-in floods from many addresses", ""),
+    ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
+    ("test_robust_addresses", "Sign-in floods from many addresses", ""),
+    ("test_robust_import", "One profile, one subject",
      "import and first sign-in raced 50 times; a conflicting import changes nothing and says why"),
-    ("test_robust_sealed", "7. Malformed sealed session records", "each malformation ends the session, never a 500"),
-    ("test_robust_forwarding", "8. Forwarding headers", "no client header changes the route or its path"),
-    ("test_robust_keys", "9. Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
+    ("test_robust_sealed", "Malformed sealed session records", "each malformation ends the session, never a 500"),
+    ("test_robust_forwarding", "Forwarding headers", "no client header changes the route or its path"),
+    ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
 ]  # fmt: skip
 OUTCOMES = ("passed", "failed", "skipped")
 
