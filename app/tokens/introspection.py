@@ -156,8 +156,10 @@ class IntrospectedTokens:
         client's token names none; nothing else is taken from userinfo (never scopes or audience)."""
         subject_claim, username_claim = self._profile.subject_claim, self._profile.username_claim
         client = next((answer[name] for name in self._profile.client_claims if answer.get(name)), None)
-        if answer.get(subject_claim) or client not in self._login_clients:
-            return answer  # an app token's subject is its client: it never costs a userinfo call
+        if answer.get(subject_claim) or client is None:
+            return answer
+        if client not in self._login_clients:  # an app token: never a userinfo call, never a user
+            return {**answer, subject_claim: client}
         subject, username = self._userinfo.identity(token)
         named = answer.get(username_claim) if username_claim else None
         if named and username and named != username:
