@@ -3,6 +3,8 @@ junk tokens cost bounded provider calls, counted at the provider (/__dev/stats);
 address leaves everyone else's tokens working; and a provider whose introspection answers name no
 subject (IDP_INTROSPECTION_WITHOUT_SUB) still serves opaque user tokens, through its userinfo."""
 
+import secrets
+
 import pytest
 
 from app.tokens.introspection import REFUSED
@@ -108,7 +110,7 @@ def test_the_total_bound_gives_503_with_retry_after(introspecting_app, idp):
 
 
 def test_the_bound_holds_across_instances_sharing_the_redis(introspecting_app, idp):
-    shared = {"REDIS_KEY_PREFIX": "test-shared-bound:", "RATE_LIMIT_INTROSPECTION": "4 per minute"}
+    shared = {"REDIS_KEY_PREFIX": f"test-{secrets.token_hex(4)}:", "RATE_LIMIT_INTROSPECTION": "4 per minute"}
     first, second = (introspecting_app(**shared).test_client() for _ in range(2))
     idp.reset_stats()
     statuses = [read(client, f"junk-{n}-{i}").status_code for n in range(4) for i, client in enumerate((first, second))]
