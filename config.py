@@ -40,6 +40,19 @@ def _rate_limit(value: str, name: str) -> str:
     return value
 
 
+def _window(value: str, name: str) -> str:
+    """A single fixed-window limit such as '30 per minute' (not a list of them)."""
+    limits = parse_many(_rate_limit(value, name))
+    if len(limits) != 1 or limits[0].amount < 1:
+        raise ConfigError(f"{name} must be one rate limit such as '30 per minute', not {value!r}")
+    return value
+
+
+def _per_second(value: str) -> float:
+    [limit] = parse_many(value)
+    return limit.amount / limit.get_expiry()
+
+
 def _base_url(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/"
@@ -87,6 +100,17 @@ class Config:
         self.INTROSPECTION_CLIENT_ID = env.get("INTROSPECTION_CLIENT_ID") or None
         self.INTROSPECTION_CLIENT_SECRET = env.get("INTROSPECTION_CLIENT_SECRET") or None
         self.INTROSPECTION_CACHE_TTL = self._number("INTROSPECTION_CACHE_TTL", "60", float)
+        # Junk tokens must not turn into provider calls: refusals are remembered, unknown tokens bounded.
+        self.INTROSPECTION_REFUSAL_TTL = self._number("INTROSPECTION_REFUSAL_TTL", "30", float)
+        self.RATE_LIMIT_INTROSPECTION = _window(
+            env.get("RATE_LIMIT_INTROSPECTION") or "30 per minute", "RATE_LIMIT_INTROSPECTION"
+        )
+        self.RATE_LIMIT_INTROSPECTION_TOTAL = _window(
+            env.get("RATE_LIMIT_INTROSPECTION_TOTAL") or "600 per minute", "RATE_LIMIT_INTROSPECTION_TOTAL"
+        )
+        if _per_second(self.RATE_LIMIT_INTROSPECTION) > _per_second(self.RATE_LIMIT_INTROSPECTION_TOTAL):
+            # One address alone could then spend the whole bound and turn everyone's new tokens into 503s.
+            raise ConfigError("RATE_LIMIT_INTROSPECTION must not allow more than RATE_LIMIT_INTROSPECTION_TOTAL")
         # Sender-constrained tokens (RFC 9449): the DPoP scheme, and server nonces in its proofs.
         self.DPOP = _flag(env.get("DPOP", "on"), "DPOP")
         self.DPOP_NONCE = _flag(env.get("DPOP_NONCE", "off"), "DPOP_NONCE")

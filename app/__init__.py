@@ -24,6 +24,7 @@ from .logs import configure_logging
 from .metrics import count_redis_error, init_metrics
 from .security import register_security_headers
 from .store import Store
+from .store.token_checks import TokenChecks
 from .tokens import AccessTokens, IntrospectedTokens, Provider, provider_profile
 from .tokens.dpop import DpopNonces, DpopProofs
 from .web import bp as web_bp
@@ -90,7 +91,7 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         max_age=config.SESSION_MAX_AGE,
         idp_timeout=config.IDP_TIMEOUT,
     )
-    access_tokens = access_token_validator(config, provider, profile)
+    access_tokens = access_token_validator(config, provider, profile, store)
     browser_sessions = BrowserSessions(
         session_tokens, store.token_sets, store.session_index, login_client, idle_timeout=config.SESSION_IDLE_TIMEOUT
     )
@@ -138,9 +139,15 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
     )
 
 
-def access_token_validator(config: Config, provider: Provider, profile):
+def access_token_validator(config: Config, provider: Provider, profile, store: Store):
     """Local JWT validation, or RFC 7662 introspection when ACCESS_TOKEN_VALIDATION says so."""
     if config.ACCESS_TOKEN_VALIDATION == "introspection":
+        checks = TokenChecks(
+            store.redis,
+            store.keys,
+            per_client=config.RATE_LIMIT_INTROSPECTION,
+            total=config.RATE_LIMIT_INTROSPECTION_TOTAL,
+        )
         return IntrospectedTokens(
             provider,
             client_id=config.INTROSPECTION_CLIENT_ID,
@@ -150,6 +157,8 @@ def access_token_validator(config: Config, provider: Provider, profile):
             profile=profile,
             cache_ttl=config.INTROSPECTION_CACHE_TTL,
             timeout=config.IDP_TIMEOUT,
+            refusal_ttl=config.INTROSPECTION_REFUSAL_TTL,
+            admit=checks.admit,
         )
     return AccessTokens(
         provider,

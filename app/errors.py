@@ -82,6 +82,39 @@ class NotFound(ApiError):
     status, code = 404, "not_found"
 
 
+class SubjectUnknown(InvalidToken):
+    """An active token whose provider names no subject, in its introspection answer nor at userinfo;
+    `reason` (for the log) says what userinfo did."""
+
+    def __init__(self, reason: str):
+        super().__init__("the provider names no subject for this access token")
+        self.reason = reason
+
+
+class TooManyTokenChecks(ApiError):
+    """One client sent more unknown tokens than the provider may be asked about: 429 with Retry-After."""
+
+    status, code = 429, "too_many_requests"
+
+    def __init__(self, retry_after: int):
+        super().__init__("too many unknown access tokens from this address; try again later")
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class TokenChecksExhausted(Unavailable):
+    """Every client together sent more unknown tokens than the provider may be asked about: 503."""
+
+    def __init__(self, retry_after: int):
+        super().__init__("the identity provider is busy; try again later")
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
 class BadLogoutToken(Exception):
     """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`."""
 

@@ -49,5 +49,11 @@ class Keys:
     def dpop_proof(self, jti_digest: str) -> str:
         return f"{self.prefix}dpop-jti:{jti_digest}"
 
+    def token_checks_of(self, client: str) -> str:
+        return f"{self.prefix}token-checks:{client}"
+
+    def token_checks(self) -> str:
+        return f"{self.prefix}token-checks"
+
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"

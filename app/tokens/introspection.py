@@ -1,6 +1,7 @@
 """Opaque access tokens, validated by asking the provider (RFC 7662 token introspection)."""
 
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -8,24 +9,51 @@ from dataclasses import replace
 
 import requests
 
-from ..errors import InvalidToken, ProviderUnavailable
+from ..errors import InvalidToken, ProviderUnavailable, SubjectUnknown
 from ..metrics import provider_call
 from .principal import Principal, build_principal
 from .provider import Provider
 from .provider_profiles import ProviderProfile
 from .signatures import audiences_of
+from .userinfo import UserinfoIdentities
 
 MAX_TOKEN_BYTES = 8192
 # A 400 carrying one of these is about the token, not an outage (oidc-provider answers
 # `unsupported_token_type` for a JWT access token, which it never introspects).
 TOKEN_ERRORS = {"unsupported_token_type", "invalid_token"}
+# Every refused token gets this one answer, so a prober learns nothing; the reason goes to the log.
+REFUSED = "the access token is not valid"
+
+log = logging.getLogger(__name__)
+
+
+class Remembered:
+    """A bounded map from token digest to a value kept until a deadline; the oldest goes first."""
+
+    def __init__(self, size: int):
+        self._entries: OrderedDict[bytes, tuple[object, float]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, digest: bytes):
+        """The value kept for `digest`, or None when there is none or its time is up."""
+        entry = self._entries.get(digest)
+        return entry[0] if entry is not None and time.time() < entry[1] else None
+
+    def put(self, digest: bytes, value, until: float) -> None:
+        with self._lock:
+            self._entries[digest] = (value, until)
+            self._entries.move_to_end(digest)
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
 
 class IntrospectedTokens:
-    """Turns a bearer token into a Principal by introspection, or raises InvalidToken (inactive or
-    not for this API) or ProviderUnavailable (the endpoint cannot answer: 503, never a 200).
-    An answer is remembered no longer than the token lives and never longer than `cache_ttl`,
-    so a revoked token stops working within `cache_ttl` seconds."""
+    """Turns a bearer token into a Principal by introspection, or raises InvalidToken (one message for
+    every refusal but SubjectUnknown) or ProviderUnavailable (the endpoint cannot answer: 503).
+    An answer is remembered no longer than the token lives and never longer than `cache_ttl`, so a
+    revoked token stops working within `cache_ttl` seconds; a refusal for `refusal_ttl` seconds. A
+    token neither remembers costs a provider call, which `admit(client)` may refuse first."""
 
     def __init__(
         self,
@@ -38,6 +66,8 @@ class IntrospectedTokens:
         profile: ProviderProfile,
         cache_ttl: float,
         timeout: float,
+        refusal_ttl: float = 0,
+        admit=None,
         cache_size: int = 10_000,
     ):
         self._provider = provider
@@ -47,28 +77,35 @@ class IntrospectedTokens:
         # RFC 7662 answers name the client `client_id` even where access tokens say `cid` (Okta).
         self._profile = replace(profile, client_claims=(*profile.client_claims, "client_id"))
         self._cache_ttl = cache_ttl
+        self._refusal_ttl = refusal_ttl
+        self._admit = admit
         self._timeout = timeout
         self._http = requests.Session()
-        self._cache: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._userinfo = UserinfoIdentities(provider, self._http, profile=profile, timeout=timeout)
+        self._answers = Remembered(cache_size)
+        self._refusals = Remembered(cache_size)  # apart, so junk tokens never push out valid answers
 
-    def verify(self, token: str) -> Principal:
-        """The principal `token` stands for, from the cache or the introspection endpoint."""
+    def verify(self, token: str, *, client: str | None = None) -> Principal:
+        """The principal `token` stands for, from memory or the provider; a provider call for a token
+        sent by `client` is admitted by `admit(client)` first (None: a session's own token, never bounded)."""
         if len(token) > MAX_TOKEN_BYTES:
-            raise InvalidToken("the access token is too large")
-        digest = hashlib.sha256(token.encode()).digest()  # the cache never holds a token itself
-        cached = self._cache.get(digest)
-        if cached is not None and time.time() < cached[1]:
-            return cached[0]
-        answer = self._introspect(token)
-        principal = self._principal(answer)
-        until = min(principal.expires_at, time.time() + self._cache_ttl)
-        with self._lock:
-            self._cache[digest] = (principal, until)
-            self._cache.move_to_end(digest)
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            raise _refused("the access token is too large")
+        digest = hashlib.sha256(token.encode()).digest()  # memory never holds a token itself
+        known = self._answers.get(digest)
+        if known is not None:
+            return known
+        refusal = self._refusals.get(digest)
+        if refusal is not None:
+            raise InvalidToken(refusal)
+        if client is not None and self._admit is not None:
+            self._admit(client)
+        try:
+            principal = self._principal(self._introspect(token), token)
+        except InvalidToken as error:
+            public = _refused(getattr(error, "reason", None) or error.message, error)
+            self._refusals.put(digest, public.message, time.time() + self._refusal_ttl)
+            raise public from None
+        self._answers.put(digest, principal, min(principal.expires_at, time.time() + self._cache_ttl))
         return principal
 
     def _introspect(self, token: str) -> dict:
@@ -95,7 +132,7 @@ class IntrospectedTokens:
             raise ProviderUnavailable("introspection endpoint: not an RFC 7662 answer")
         return answer
 
-    def _principal(self, answer: dict) -> Principal:
+    def _principal(self, answer: dict, token: str) -> Principal:
         if not answer["active"]:
             raise InvalidToken("the access token is not active")
         if "iss" in answer and answer["iss"] != self._provider.issuer:
@@ -111,7 +148,30 @@ class IntrospectedTokens:
         # ... and the scopes `scope` where access tokens say `scp` (Okta, Entra).
         scope_claim = self._profile.scope_claim if self._profile.scope_claim in answer else "scope"
         profile = replace(self._profile, scope_claim=scope_claim)
+        answer = self._with_subject(answer, token)
         return build_principal(answer, profile, self._login_clients, expires_at=expires_at)
+
+    def _with_subject(self, answer: dict, token: str) -> dict:
+        """`answer`, with the subject (and the username, when missing) from userinfo when a login
+        client's token names none; nothing else is taken from userinfo (never scopes or audience)."""
+        subject_claim, username_claim = self._profile.subject_claim, self._profile.username_claim
+        client = next((answer[name] for name in self._profile.client_claims if answer.get(name)), None)
+        if answer.get(subject_claim) or client is None:
+            return answer
+        if client not in self._login_clients:  # an app token: never a userinfo call, never a user
+            return {**answer, subject_claim: client}
+        subject, username = self._userinfo.identity(token)
+        named = answer.get(username_claim) if username_claim else None
+        if named and username and named != username:
+            raise SubjectUnknown(f"userinfo names {username_claim} other than the introspection answer")
+        extra = {username_claim: username} if username_claim and username and not named else {}
+        return {**answer, subject_claim: subject, **extra}
+
+
+def _refused(reason: str, error: InvalidToken | None = None) -> InvalidToken:
+    """The one refusal a client sees (SubjectUnknown keeps its own message), with `reason` logged."""
+    log.info("access token refused: %s", reason)
+    return error if isinstance(error, SubjectUnknown) else InvalidToken(REFUSED)
 
 
 def _error_of(response) -> str | None:

@@ -28,9 +28,15 @@
 //                                  keycloak (default), okta (`scp` array, `cid`, `uid`, login in `sub`)
 //                                  or auth0 (issuer ending in `/`, `aud` list, `gty` and `<client>@clients`
 //                                  on client-credentials tokens)
+//   IDP_INTROSPECTION_WITHOUT_SUB  1: introspection answers name no subject, like providers that send
+//                                  `username` and `client_id` only (RFC 7662 makes `sub` optional):
+//                                  `sub`, `azp`, `name` and `preferred_username` go, `username` comes;
+//                                  and userinfo answers for the API's access tokens too (a grant with
+//                                  `openid`), as Keycloak's does; see "introspection without sub"
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
+//                              (introspection and userinfo counted too)
 //   POST /__dev/stats/reset    zero the counters
 //   POST /__dev/rotate-keys    new signing key; keep_old=1 (query or body) keeps the old keys in the JWKS
 //   POST /__dev/delay          ms=N (query): hold every token-endpoint request N ms before answering
@@ -458,6 +464,7 @@ function buildProvider(issuer) {
     },
   });
   provider.proxy = false;
+  if (INTROSPECTION_WITHOUT_SUB) answerWithoutSub(provider);
 
   // Keycloak-like token responses: refresh_expires_in, and the granted OIDC scopes in `scope`.
   provider.use(async (ctx, next) => {
@@ -509,6 +516,38 @@ function emptyStats() {
 
 let stats = emptyStats();
 let tokenDelayMs = 0;
+
+// ---------------------------------------------------------------------------- introspection without sub
+
+// IDP_INTROSPECTION_WITHOUT_SUB: a provider whose introspection answers name no subject, so the API
+// must ask userinfo. Self-contained: the option, its two middlewares, and the two counters.
+const INTROSPECTION_WITHOUT_SUB = ['1', 'true', 'yes'].includes((process.env.IDP_INTROSPECTION_WITHOUT_SUB || '').toLowerCase());
+COUNTED[ROUTES.introspection] ??= 'introspection';
+COUNTED[ROUTES.userinfo] ??= 'userinfo';
+stats = emptyStats();
+
+function answerWithoutSub(provider) {
+  provider.use(async (ctx, next) => {
+    // Stock userinfo refuses a token with an audience or without `openid` in its own scope, which is
+    // every API access token here (the resource's scopes only); answer for those from their grant.
+    if (ctx.method !== 'OPTIONS' && ctx.path === ROUTES.userinfo) {
+      const [scheme, value] = (ctx.get('authorization') || '').split(' ');
+      const token = scheme?.toLowerCase() === 'bearer' && value ? await provider.AccessToken.find(value) : undefined;
+      const grant = token?.aud && token.grantId ? await provider.Grant.find(token.grantId) : undefined;
+      const account = token?.accountId ? ACCOUNTS_BY_SUB.get(token.accountId) : undefined;
+      if (grant && account && grant.getOIDCScope().split(' ').includes('openid')) {
+        ctx.set('Cache-Control', 'no-store');
+        ctx.body = { sub: account.sub, preferred_username: account.preferred_username, name: account.name };
+        return;
+      }
+    }
+    await next();
+    const body = ctx.body;
+    if (ctx.oidc?.route !== 'introspection' || ctx.status !== 200 || !body?.active) return;
+    body.username = body.preferred_username; // RFC 7662's name for it; absent on app tokens
+    for (const claim of ['sub', 'azp', 'name', 'preferred_username']) delete body[claim];
+  });
+}
 
 // ---------------------------------------------------------------------------- HTTP layer
 

@@ -6,8 +6,10 @@ import time
 import pytest
 import requests
 
+from app.tokens.introspection import REFUSED
 from dev import oidc_driver
 from tests.helpers.real_services import LOGIN_CLIENTS
+from tests.helpers.refusals import refusal_reasons
 
 pytestmark = pytest.mark.integration
 OPAQUE_CLIENT = "profile-poke-web-opaque"
@@ -51,21 +53,27 @@ def test_a_revoked_token_stops_working_within_the_cache_ttl(introspecting_app, i
     revoked = requests.post(revocation, data={"token": token, "client_id": OPAQUE_CLIENT}, timeout=5)
     assert revoked.status_code == 200
     time.sleep(1.1)
-    response = client.get("/api/v1/me/profile", headers=bearer(token))
+    with refusal_reasons() as reasons:
+        response = client.get("/api/v1/me/profile", headers=bearer(token))
     assert response.status_code == 401
-    assert response.json["error"] == {"code": "invalid_token", "message": "the access token is not active"}
+    assert response.json["error"] == {"code": "invalid_token", "message": REFUSED}
+    assert reasons == ["the access token is not active"]
 
 
 def test_an_unknown_token_is_inactive(introspecting_app):
-    response = introspecting_app().test_client().get("/api/v1/me/profile", headers=bearer("no-such-token"))
+    with refusal_reasons() as reasons:
+        response = introspecting_app().test_client().get("/api/v1/me/profile", headers=bearer("no-such-token"))
     assert response.status_code == 401
-    assert response.json["error"]["message"] == "the access token is not active"
+    assert response.json["error"]["message"] == REFUSED
+    assert reasons == ["the access token is not active"]
 
 
 def test_a_jwt_the_provider_does_not_introspect_is_never_accepted(introspecting_app, idp):
-    response = introspecting_app().test_client().get("/api/v1/me/profile", headers=bearer(idp.app_token()))
+    with refusal_reasons() as reasons:
+        response = introspecting_app().test_client().get("/api/v1/me/profile", headers=bearer(idp.app_token()))
     assert response.status_code == 401
-    assert response.json["error"]["message"] == "the access token is not one the provider can introspect"
+    assert response.json["error"]["message"] == REFUSED
+    assert reasons == ["the access token is not one the provider can introspect"]
 
 
 def test_a_failing_introspection_endpoint_is_503(introspecting_app, idp):

@@ -17,8 +17,10 @@ from app import create_app, metrics
 from app.extensions import services
 from app.store.profiles import Profile
 from app.tokens import introspection
+from app.tokens.introspection import REFUSED
 from config import Config
 from tests.helpers.clock import FakeClock, finishes_within
+from tests.helpers.refusals import refusal_reasons
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer, b64url
 
@@ -88,7 +90,14 @@ def read(client, token="opaque-token-1"):
     return client.get("/api/v1/me/profile", headers={"Authorization": f"Bearer {token}"})
 
 
-def test_answers_are_cached_no_longer_than_the_ttl(stub, monkeypatch):
+@pytest.fixture
+def reasons():
+    """The reasons logged for refused tokens (the client sees only REFUSED)."""
+    with refusal_reasons() as logged:
+        yield lambda: list(logged)
+
+
+def test_answers_are_cached_no_longer_than_the_ttl(stub, monkeypatch, reasons):
     # The cache's clock is the test's: the second read comes within the TTL however slow the machine is.
     monkeypatch.setattr(introspection, "time", clock := FakeClock())
     client = client_for(stub, INTROSPECTION_CACHE_TTL="0.5")
@@ -100,7 +109,8 @@ def test_answers_are_cached_no_longer_than_the_ttl(stub, monkeypatch):
     clock.advance(0.2)
     response = read(client)
     assert response.status_code == 401
-    assert response.json["error"]["message"] == "the access token is not active"
+    assert response.json["error"]["message"] == REFUSED
+    assert reasons() == ["the access token is not active"]
 
 
 def test_answers_are_cached_no_longer_than_the_token_lives(stub):
@@ -129,11 +139,12 @@ def test_an_unreachable_endpoint_is_503(stub):
     assert response.json["error"]["code"] == "unavailable"
 
 
-def test_an_answer_for_another_audience_is_refused(stub):
+def test_an_answer_for_another_audience_is_refused(stub, reasons):
     client = client_for(stub, API_AUDIENCE="another-api")
     response = read(client)
     assert response.status_code == 401
-    assert response.json["error"]["message"] == "the access token is not meant for this API"
+    assert response.json["error"]["message"] == REFUSED
+    assert reasons() == ["the access token is not meant for this API"]
 
 
 def test_an_okta_introspection_answer_gives_its_user_the_scopes_it_names(stub):
@@ -171,9 +182,10 @@ def refusal(response) -> tuple[int, str]:
     ],
     ids=["another issuer", "an audience list without this API", "a refresh token"],
 )
-def test_an_active_answer_that_does_not_fit_is_refused_naming_why(stub, changes, message):
+def test_an_active_answer_that_does_not_fit_is_refused_naming_why(stub, changes, message, reasons):
     stub.changes = changes
-    assert refusal(read(client_for(stub))) == (401, message)
+    assert refusal(read(client_for(stub))) == (401, REFUSED)
+    assert reasons() == [message]  # the why goes to the log only
 
 
 @pytest.mark.parametrize(
@@ -192,9 +204,10 @@ def test_an_active_answer_may_leave_out_what_rfc_7662_makes_optional(stub, chang
     assert read(client_for(stub)).status_code == 200
 
 
-def test_a_400_about_the_token_is_a_401(stub):
+def test_a_400_about_the_token_is_a_401(stub, reasons):
     stub.failure = (400, {"error": "unsupported_token_type"})
-    assert refusal(read(client_for(stub))) == (401, "the access token is not one the provider can introspect")
+    assert refusal(read(client_for(stub))) == (401, REFUSED)
+    assert reasons() == ["the access token is not one the provider can introspect"]
 
 
 @pytest.mark.parametrize("body", [{"error": "invalid_client"}, ["not", "an", "object"]])
@@ -219,12 +232,13 @@ def test_different_tokens_are_introspected_and_cached_apart(stub):
     client = client_for(stub)
     assert read(client, "opaque-token-1").status_code == 200
     stub.active = False
-    assert refusal(read(client, "opaque-token-2")) == (401, "the access token is not active")
+    assert refusal(read(client, "opaque-token-2")) == (401, REFUSED)
     assert [form["token"] for form in stub.forms] == ["opaque-token-1", "opaque-token-2"]
 
 
-def test_a_token_over_the_size_limit_is_refused_without_asking_the_provider(stub):
-    assert refusal(read(client_for(stub), "t" * 8193)) == (401, "the access token is too large")
+def test_a_token_over_the_size_limit_is_refused_without_asking_the_provider(stub, reasons):
+    assert refusal(read(client_for(stub), "t" * 8193)) == (401, REFUSED)
+    assert reasons() == ["the access token is too large"]
     assert read(client_for(stub), "t" * 8192).status_code == 200
     assert [len(form["token"]) for form in stub.forms] == [8192]
 
@@ -234,9 +248,10 @@ def test_an_answer_without_exp_is_accepted(stub):
     assert read(client_for(stub)).status_code == 200
 
 
-def test_an_audience_that_only_contains_this_apis_name_is_refused(stub):
+def test_an_audience_that_only_contains_this_apis_name_is_refused(stub, reasons):
     stub.changes = {"aud": "profile-poke-api-v2"}
-    assert refusal(read(client_for(stub))) == (401, "the access token is not meant for this API")
+    assert refusal(read(client_for(stub))) == (401, REFUSED)
+    assert reasons() == ["the access token is not meant for this API"]
 
 
 def test_a_lowercase_bearer_token_type_is_accepted(stub):
