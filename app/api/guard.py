@@ -82,8 +82,9 @@ class Guard:
         return self._principal(sent) if sent is not None else None
 
     def required_principal(self) -> tuple[Principal, Profile | None]:
-        """The caller of a protected route, by access token, else by session cookie with the CSRF header;
-        with the caller's profile when the session read it along with the token (else None)."""
+        """The caller of a protected route, by access token, else by session cookie with the CSRF header
+        (a session token refused once is retried with the session's newest, if newer); with the
+        caller's profile when the session read it along with the token (else None)."""
         sent = credential(request.headers, dpop=self._proofs is not None)
         if sent is not None:
             return self._principal(sent), None
@@ -92,7 +93,15 @@ class Guard:
             raise Unauthorized("authentication required")
         require_csrf_header(request.headers)
         session = self._session_tokens.credential_for_cookie(cookie)
-        return self._bearer_principal(session.access_token), session.profile
+        try:
+            return self._bearer_principal(session.access_token), session.profile
+        except InvalidToken:
+            # Some providers revoke the old access token when a refresh rotates the refresh token: a
+            # request that read the session before another one's refresh finished holds a dead token.
+            newer = self._session_tokens.newer_access_token(cookie, session.access_token)
+            if newer is None:
+                raise
+            return self._bearer_principal(newer), session.profile
 
     def _principal(self, sent: Credential) -> Principal:
         """The one place an access token is validated: the token, then its sender constraint."""

@@ -54,6 +54,24 @@ class Refresher:
             return record
         return self._wait_for_refresh(sid, ref, record["v"])
 
+    def newer_than(self, sid: str, ref: str, token: str) -> dict | None:
+        """The session's record once its access token is no longer `token`, waiting while a refresh is
+        in flight; None when `token` is still the newest; SessionEnded or Unavailable."""
+        deadline = time.monotonic() + self._wait
+        while True:
+            # The lock first: a refresh that ends between the two reads has stored its tokens by then.
+            refreshing = self._token_sets.refreshing(ref)
+            latest = self._records.load(sid, ref)[0]
+            if latest is None:
+                raise SessionEnded()
+            if latest["access_token"] != token:
+                return latest
+            if not refreshing:
+                return None
+            if time.monotonic() >= deadline:
+                raise Unavailable("the session's tokens are being refreshed; try again")
+            time.sleep(WAIT_STEP)
+
     def _wait_for_refresh(self, sid: str, ref: str, version: int) -> dict:
         deadline = time.monotonic() + self._wait
         while time.monotonic() < deadline:

@@ -161,6 +161,12 @@ class SessionTokens:
             record = self._refresher.refreshed(cookie, ref, record)
         return SessionCredential(record["access_token"], profile)
 
+    def newer_access_token(self, cookie: str, refused: str) -> str | None:
+        """The session's newest access token when it is not `refused` (after any refresh in flight has
+        stored its tokens), else None; read from Redis alone, never from the provider."""
+        record = self._refresher.newer_than(cookie, self._ref(cookie), refused)
+        return record["access_token"] if record is not None else None
+
     def _ref(self, sid: str) -> str:
         return session_ref(self._secret_key, sid)
 

@@ -140,6 +140,10 @@ class TokenSets:
         """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
         return bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
 
+    def refreshing(self, ref: str) -> bool:
+        """Whether someone holds the session's refresh lock now (a refresh is in flight)."""
+        return bool(self._redis.exists(self._keys.refresh_lock(ref)))
+
     def unlock(self, ref: str, owner: str) -> None:
         """Release the refresh lock if `owner` still holds it."""
         self._release(keys=[self._keys.refresh_lock(ref)], args=[owner])

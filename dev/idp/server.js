@@ -33,6 +33,10 @@
 //                                  `sub`, `azp`, `name` and `preferred_username` go, `username` comes;
 //                                  and userinfo answers for the API's access tokens too (a grant with
 //                                  `openid`), as Keycloak's does; see "introspection without sub"
+//   IDP_REVOKE_ACCESS_ON_REFRESH   1: a refresh-token grant revokes every access token issued earlier in
+//                                  the same grant, keeping the one it issues (what some providers do
+//                                  when they rotate the refresh token); introspection then calls the
+//                                  old ones inactive (default: off, the old token lives to its expiry)
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
@@ -242,6 +246,23 @@ class MemoryAdapter {
 
   async revokeByGrantId(grantId) {
     for (const key of [...(byGrant.get(grantId) ?? [])]) drop(key);
+  }
+}
+
+// ---------------------------------------------------------------------------- revoke access on refresh
+
+// IDP_REVOKE_ACCESS_ON_REFRESH=1: like providers that revoke the previous access token when they rotate
+// the refresh token. On each successful refresh-token grant (the `grant.success` event, emitted after
+// the grant saved its new tokens and before the response leaves), every access token of the same grant
+// except the one just issued is dropped from the store, so introspection calls it inactive.
+const REVOKE_ACCESS_ON_REFRESH = process.env.IDP_REVOKE_ACCESS_ON_REFRESH === '1';
+
+function revokeEarlierAccessTokens(ctx) {
+  const issued = ctx.oidc.entities.AccessToken;
+  if (ctx.oidc.params.grant_type !== 'refresh_token' || !issued?.grantId) return;
+  const kept = `AccessToken:${issued.jti}`;
+  for (const key of [...(byGrant.get(issued.grantId) ?? [])]) {
+    if (key.startsWith('AccessToken:') && key !== kept) drop(key);
   }
 }
 
@@ -493,6 +514,7 @@ function buildProvider(issuer) {
     });
   }
   provider.on('server_error', (ctx, err) => console.error('dev-idp server_error', err));
+  if (REVOKE_ACCESS_ON_REFRESH) provider.on('grant.success', revokeEarlierAccessTokens);
   return provider;
 }
 
