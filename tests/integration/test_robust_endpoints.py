@@ -5,12 +5,14 @@ real Redis. Before: every introspected API call was 503 "the identity provider i
 and logout left the refresh token alive."""
 
 import json
+import time
 
 import pytest
 import requests
 
 from dev import oidc_driver
-from tests.helpers.real_services import LOGIN_CLIENTS, start_own_idp
+from dev.services import free_port
+from tests.helpers.real_services import LOGIN_CLIENTS, delete_prefix, integration_env, start_live_app, start_own_idp
 from tests.helpers.settings import CSRF
 from tests.helpers.signin import signed_in_client, stored_session_tokens
 
@@ -124,3 +126,25 @@ def test_without_any_revocation_endpoint_logout_warns_once_naming_the_setting(ma
     assert [line["message"] for line in lines if "OIDC_REVOCATION_ENDPOINT" in line["message"]] == [
         "the identity provider lists no revocation_endpoint and OIDC_REVOCATION_ENDPOINT is not set; doing without it"
     ]
+
+
+def test_gunicorn_logs_the_missing_setting_at_start_up_and_readyz_names_it(undiscoverable_idp, redis_url, workdir):
+    env = integration_env(
+        undiscoverable_idp,
+        redis_url,
+        ACCESS_TOKEN_VALIDATION="introspection",
+        INTROSPECTION_CLIENT_ID="profile-poke-service",
+        INTROSPECTION_CLIENT_SECRET=undiscoverable_idp.secret,
+    )
+    server, live = start_live_app(env, free_port(), workdir, workers=1)
+    try:
+        ready = requests.get(f"{live.url}/readyz", timeout=5)
+        assert (ready.status_code, ready.json()["identity_provider"]) == (503, MESSAGE)
+        deadline = time.monotonic() + 10
+        while f"misconfigured: {MESSAGE}" not in live.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        logged = [json.loads(line) for line in live.log_path.read_text().splitlines() if "misconfigured" in line]
+        assert [(line["level"], line["message"]) for line in logged] == [("error", f"misconfigured: {MESSAGE}")]
+    finally:
+        server.stop()
+        delete_prefix(redis_url, env["REDIS_KEY_PREFIX"])
