@@ -31,8 +31,8 @@ def discovery_url(issuer: str) -> str:
 
 class Provider:
     """Discovery (cached for `discovery_ttl`) and JWKS (re-read once older than `max_age`, so a key
-    the provider removed stops being trusted; re-fetched for an unknown key id at most once per
-    `refetch_interval`, so junk tokens cannot flood the provider). While the provider is
+    the provider removed stops being trusted; re-fetched for an unknown key id or a failed signature
+    at most once per `refetch_interval`, so junk tokens cannot flood the provider). While the provider is
     unreachable, a stale copy serves; without one, ProviderUnavailable (503), never "bad token".
     An endpoint comes from discovery, else RFC 8414 metadata, else `configured` (the settings);
     one of `required` found nowhere is EndpointNotConfigured, naming its setting."""
@@ -62,10 +62,10 @@ class Provider:
         self._keyless: list = []
         self._keys_at = float("-inf")  # when the cached keys were read (or last failed to be)
         self._keys_read_at = float("-inf")  # when the cached keys were last read successfully
-        self._unknown_kid_at = float("-inf")  # the last refetch spent on an unknown key id
+        self._unknown_kid_at = float("-inf")  # the last refetch spent on an unknown key id or a failed signature
         self._keys_failed = False
         self._configured = {name: url for name, url in (configured or {}).items() if url}
-        self.required = required
+        self._required = required
         self._server_metadata = ServerMetadata(
             issuer, self._get_optional_json, ttl=discovery_ttl, backoff=FAILURE_BACKOFF
         )
@@ -108,7 +108,7 @@ class Provider:
         """One error (naming its setting) per required endpoint that neither the provider's documents nor
         the settings give; ProviderUnavailable when the documents cannot be read to tell."""
         missing = []
-        for name in self.required:
+        for name in self._required:
             try:
                 self.endpoint(name)
             except EndpointNotConfigured as error:
@@ -142,7 +142,7 @@ class Provider:
 
     def _unlisted(self, name: str) -> None:
         setting = ENDPOINT_SETTINGS[name]
-        if name in self.required:
+        if name in self._required:
             raise EndpointNotConfigured(name, setting)
         if name not in self._unlisted_warned:  # once per process, not on every logout
             self._unlisted_warned.add(name)
