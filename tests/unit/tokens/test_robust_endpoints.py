@@ -4,6 +4,7 @@ document naming our issuer exactly), then the settings; cached like discovery; a
 mode needs and nothing names is a 503 naming its setting, at /readyz and on the API, never "the
 identity provider is unavailable". Against a stub issuer serving real HTTP."""
 
+import json
 import logging
 import time
 from urllib.parse import urlsplit
@@ -14,6 +15,7 @@ import pytest
 from app import create_app
 from app.errors import EndpointNotConfigured, ProviderUnavailable
 from app.extensions import services
+from app.health import check_endpoints_in_background
 from app.store.profiles import Profile
 from app.tokens import provider as provider_module
 from app.tokens.provider import Provider
@@ -28,7 +30,8 @@ SETTING = "https://settings.example/introspect"
 
 class MetadataIssuer(StubIssuer):
     """The stub issuer with an RFC 7662 endpoint, left out of discovery unless `in_discovery`, and RFC
-    8414 documents served at the paths in `served` (path -> document, or an HTTP status to answer)."""
+    8414 documents served at the paths in `served` (path -> document, an HTTP status to answer, or a
+    (status, JSON body) pair)."""
 
     def __init__(self, key):
         super().__init__(key)
@@ -53,6 +56,8 @@ class MetadataIssuer(StubIssuer):
         if method == "GET" and ".well-known/oauth-authorization-server" in path:
             self.fetches["server_metadata"] += 1
             served = self.served.get(path, 404)
+            if isinstance(served, tuple):
+                return served[0], {}, served[1]
             return (served, {}, {"error": "x"}) if isinstance(served, int) else (200, {}, served)
         if method == "POST" and path.endswith("/introspect"):
             self.fetches["introspection"] += 1
@@ -192,6 +197,60 @@ def test_a_failing_rfc_8414_fetch_is_an_outage_retried_no_sooner_than_the_backof
     stub.served = {stub.rfc8414_path(): stub.server_document()}
     clock.advance(provider_module.FAILURE_BACKOFF)
     assert idp.endpoint("introspection_endpoint") == stub.introspect_url
+
+
+@pytest.mark.parametrize(
+    "answer", [400, 401, 403, 404, 410, (200, ["not", "an", "object"]), (200, "a JSON string")], ids=str
+)
+def test_an_answer_that_serves_no_document_counts_as_none_served(stub, answer):
+    stub.served = {stub.rfc8414_path(): answer, stub.appended_path(): answer}
+    idp = provider_of(stub, configured={"introspection_endpoint": SETTING})
+    assert idp.endpoint("introspection_endpoint") == SETTING
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_a_throttled_or_failing_provider_is_an_outage_not_a_missing_endpoint(stub, status):
+    stub.served = {stub.rfc8414_path(): status}
+    idp = provider_of(stub, required=("introspection_endpoint",))
+    with pytest.raises(ProviderUnavailable):
+        idp.unresolved()
+
+
+def test_a_stale_rfc_8414_document_serves_while_the_provider_fails(stub, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr("app.tokens.server_metadata.time", clock)
+    stub.served = {stub.rfc8414_path(): stub.server_document()}
+    idp = provider_of(stub, discovery_ttl=60)
+    assert idp.endpoint("introspection_endpoint") == stub.introspect_url
+    stub.served = {stub.rfc8414_path(): 503}
+    clock.advance(61)
+    assert idp.endpoint("introspection_endpoint") == stub.introspect_url
+    assert stub.fetches["server_metadata"] == 2
+
+
+def logged(capfd) -> list[tuple[str, str]]:
+    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
+    return [(line["level"], line["message"]) for line in lines if line["logger"] == "app.health"]
+
+
+def test_the_start_up_check_logs_an_error_naming_the_missing_setting(stub, capfd):
+    app = introspecting_app(stub, LOG_LEVEL="WARNING")
+    check_endpoints_in_background(app).join(5)
+    message = "the identity provider lists no introspection_endpoint; set OIDC_INTROSPECTION_ENDPOINT"
+    assert logged(capfd) == [("error", f"misconfigured: {message}")]
+
+
+def test_the_start_up_check_logs_nothing_when_every_needed_endpoint_is_found(stub, capfd):
+    stub.in_discovery = {"introspection_endpoint": stub.introspect_url, "revocation_endpoint": f"{stub.issuer}/r"}
+    check_endpoints_in_background(introspecting_app(stub, LOG_LEVEL="WARNING")).join(5)
+    assert logged(capfd) == []
+
+
+def test_the_start_up_check_says_so_when_the_provider_cannot_be_read(fake_redis, capfd):
+    env = app_env("http://127.0.0.1:1/realms/none", IDP_TIMEOUT="0.5", LOG_LEVEL="WARNING")
+    check_endpoints_in_background(create_app(Config(env), redis=fake_redis)).join(5)
+    [(level, message)] = logged(capfd)
+    assert level == "warning" and message.startswith("identity provider endpoints not checked at start-up")
 
 
 def introspecting_app(stub, **env):
