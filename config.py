@@ -53,6 +53,15 @@ def _per_second(value: str) -> float:
     return limit.amount / limit.get_expiry()
 
 
+def _endpoint_url(value: str, name: str) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise ConfigError(f"{name} must be an absolute https URL, not {value!r}")
+    return value
+
+
 def _base_url(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/"
@@ -84,6 +93,13 @@ class Config:
         self.DISCOVERY_TTL = self._number("DISCOVERY_TTL", "3600")
         self.JWKS_REFETCH_INTERVAL = self._number("JWKS_REFETCH_INTERVAL", "30", float)
         self.JWKS_MAX_AGE = self._number("JWKS_MAX_AGE", "600", float)
+        # Used only when neither discovery nor the RFC 8414 metadata lists them.
+        self.OIDC_INTROSPECTION_ENDPOINT = _endpoint_url(
+            env.get("OIDC_INTROSPECTION_ENDPOINT", ""), "OIDC_INTROSPECTION_ENDPOINT"
+        )
+        self.OIDC_REVOCATION_ENDPOINT = _endpoint_url(
+            env.get("OIDC_REVOCATION_ENDPOINT", ""), "OIDC_REVOCATION_ENDPOINT"
+        )
 
         # Access tokens the API accepts
         self.API_AUDIENCE = env.get("API_AUDIENCE") or "profile-poke-api"

@@ -57,3 +57,11 @@ def on_exit(server):
     owned = getattr(server, "metrics_dir_owned", None)
     if owned:
         shutil.rmtree(owned, ignore_errors=True)
+
+
+def post_worker_init(worker):
+    """Log at start-up each provider endpoint the configured mode needs and nothing names, with its
+    setting (here rather than in create_app, so `flask users` commands and tests never wait on it)."""
+    from app.health import check_endpoints_in_background
+
+    check_endpoints_in_background(worker.wsgi)

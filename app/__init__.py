@@ -65,6 +65,11 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         discovery_ttl=config.DISCOVERY_TTL,
         refetch_interval=config.JWKS_REFETCH_INTERVAL,
         max_age=config.JWKS_MAX_AGE,
+        configured={
+            "introspection_endpoint": config.OIDC_INTROSPECTION_ENDPOINT,
+            "revocation_endpoint": config.OIDC_REVOCATION_ENDPOINT,
+        },
+        required=("introspection_endpoint",) if config.ACCESS_TOKEN_VALIDATION == "introspection" else (),
     )
     profile = provider_profile(
         config.OIDC_PROVIDER_PROFILE,

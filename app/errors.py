@@ -78,6 +78,15 @@ class Unavailable(ApiError):
         return {"Retry-After": RETRY_AFTER_UNAVAILABLE}
 
 
+class EndpointNotConfigured(Unavailable):
+    """The provider's documents name no endpoint that the configured mode needs, and no setting does:
+    a misconfiguration, so the message names the setting rather than an outage."""
+
+    def __init__(self, endpoint: str, setting: str):
+        super().__init__(f"the identity provider lists no {endpoint}; set {setting}")
+        self.endpoint, self.setting = endpoint, setting
+
+
 class NotFound(ApiError):
     status, code = 404, "not_found"
 

@@ -268,10 +268,10 @@ def delay_token_endpoint(idp_base: str, milliseconds: int) -> None:
     requests.post(url, params={"ms": milliseconds}, timeout=TIMEOUT).raise_for_status()
 
 
-def rotate_keys(idp_base: str, keep_old: bool) -> str:
-    """Makes the IdP sign with a new key (keeping the old ones in the JWKS or not); returns its kid."""
-    resp = requests.post(
-        idp_base.rstrip("/") + "/__dev/rotate-keys", params={"keep_old": "1" if keep_old else "0"}, timeout=TIMEOUT
-    )
+def rotate_keys(idp_base: str, keep_old: bool, *, same_kid: bool = False) -> str:
+    """Makes the IdP sign with a new key (keeping the old ones in the JWKS or not; under the kid in use
+    with `same_kid`, the old key dropped); returns its kid."""
+    params = {"keep_old": "1" if keep_old else "0", **({"same_kid": "1"} if same_kid else {})}
+    resp = requests.post(idp_base.rstrip("/") + "/__dev/rotate-keys", params=params, timeout=TIMEOUT)
     resp.raise_for_status()
     return resp.json()["kid"]

@@ -169,7 +169,8 @@ class LoginClient:
             raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
 
     def revoke(self, refresh_token: str) -> None:
-        """Revoke a refresh token when discovery lists a revocation endpoint; failures are only logged."""
+        """Revoke a refresh token when the provider's documents or OIDC_REVOCATION_ENDPOINT name a
+        revocation endpoint; failures are only logged."""
         try:
             url = self.provider.endpoint("revocation_endpoint")
             if url:

@@ -109,9 +109,7 @@ class IntrospectedTokens:
         return principal
 
     def _introspect(self, token: str) -> dict:
-        url = self._provider.endpoint("introspection_endpoint")
-        if not url:
-            raise ProviderUnavailable("discovery lists no introspection_endpoint")
+        url = self._provider.endpoint("introspection_endpoint")  # required: never None (EndpointNotConfigured)
         form = {"token": token, "token_type_hint": "access_token"}
         methods = self._provider.endpoint("introspection_endpoint_auth_methods_supported") or []
         if methods == ["client_secret_post"]:

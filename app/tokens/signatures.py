@@ -44,12 +44,11 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
     key = provider.key(kid) if kid is None or isinstance(kid, str) else None
     if key is None:
         raise BadToken("the token was not signed by a known key")
-    try:
-        valid = jws.validate_compact(compact, key, registry=_REGISTRY)
-    except (JoseError, ValueError, TypeError):
-        valid = False
-    if not valid:
-        raise BadToken("the token's signature is invalid")
+    if not _verifies(compact, key):
+        # A provider may rotate a key and keep its kid: re-read the keys (rate-limited) and try once more.
+        renewed = provider.key_again(kid, key)
+        if renewed is None or not _verifies(compact, renewed):
+            raise BadToken("the token's signature is invalid")
     try:
         claims = json.loads(compact.payload)
     except (ValueError, RecursionError):
@@ -57,6 +56,13 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
     if not isinstance(claims, dict):
         raise BadToken("the token's claims are not a JSON object")
     return header, claims
+
+
+def _verifies(compact, key) -> bool:
+    try:
+        return bool(jws.validate_compact(compact, key, registry=_REGISTRY))
+    except (JoseError, ValueError, TypeError):
+        return False
 
 
 def audiences_of(claims: dict) -> list:

@@ -37,12 +37,21 @@
 //                                  the same grant, keeping the one it issues (what some providers do
 //                                  when they rotate the refresh token); introspection then calls the
 //                                  old ones inactive (default: off, the old token lives to its expiry)
+//   IDP_DISCOVERY_OMIT             comma-separated members to leave out of /.well-known/openid-configuration
+//                                  only (e.g. introspection_endpoint,revocation_endpoint); the endpoints
+//                                  still answer, and RFC 8414 metadata still lists them
+//   IDP_SERVER_METADATA            where RFC 8414 metadata is served: appended (default, oidc-provider's own
+//                                  <issuer>/.well-known/oauth-authorization-server), rfc8414 (the well-known
+//                                  segment before the path, /.well-known/oauth-authorization-server/realms/dev,
+//                                  RFC 8414 3.1), both, or off; /__dev/stats counts them as server_metadata
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
 //                              (introspection and userinfo counted too)
 //   POST /__dev/stats/reset    zero the counters
-//   POST /__dev/rotate-keys    new signing key; keep_old=1 (query or body) keeps the old keys in the JWKS
+//   POST /__dev/rotate-keys    new signing key; keep_old=1 (query or body) keeps the old keys in the JWKS;
+//                              same_kid=1 (query) gives the new key the current key's kid and drops the old
+//                              key (a provider that rotates key material under a stable kid)
 //   POST /__dev/delay          ms=N (query): hold every token-endpoint request N ms before answering
 //                              (0 turns it off); for tests of a hanging provider
 //
@@ -281,6 +290,11 @@ async function newSigningKey() {
 let signingKeys = []; // newest first; the first one signs
 const COOKIE_KEYS = [crypto.randomBytes(32).toString('base64url')];
 
+// POST /__dev/rotate-keys?same_kid=1: new key material under the kid in use (a stable-kid rotation).
+function sameKid(query) {
+  return ['1', 'true', 'yes'].includes(String(query.get('same_kid') ?? '').toLowerCase());
+}
+
 // ---------------------------------------------------------------------------- HTML
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
@@ -515,6 +529,7 @@ function buildProvider(issuer) {
   }
   provider.on('server_error', (ctx, err) => console.error('dev-idp server_error', err));
   if (REVOKE_ACCESS_ON_REFRESH) provider.on('grant.success', revokeEarlierAccessTokens);
+  omitFromDiscovery(provider);
   return provider;
 }
 
@@ -569,6 +584,40 @@ function answerWithoutSub(provider) {
     body.username = body.preferred_username; // RFC 7662's name for it; absent on app tokens
     for (const claim of ['sub', 'azp', 'name', 'preferred_username']) delete body[claim];
   });
+}
+
+// ---------------------------------------------------------------------------- endpoints missing from discovery
+
+const DISCOVERY_OMIT = (process.env.IDP_DISCOVERY_OMIT || '').split(',').map((s) => s.trim()).filter(Boolean);
+const SERVER_METADATA = process.env.IDP_SERVER_METADATA || 'appended';
+if (!['appended', 'rfc8414', 'both', 'off'].includes(SERVER_METADATA)) {
+  fail('IDP_SERVER_METADATA must be appended, rfc8414, both or off');
+}
+const SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
+
+// Leaves IDP_DISCOVERY_OMIT out of the OpenID discovery document (never the RFC 8414 one).
+function omitFromDiscovery(oidcProvider) {
+  if (!DISCOVERY_OMIT.length) return;
+  oidcProvider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path !== '/.well-known/openid-configuration' || ctx.status !== 200 || !ctx.body) return;
+    for (const member of DISCOVERY_OMIT) delete ctx.body[member];
+  });
+}
+
+// RFC 8414 metadata where IDP_SERVER_METADATA says: false answers 404; the inserted form is served as
+// the provider's own appended route (same document, same absolute URLs).
+function routeServerMetadata(req) {
+  const path = (req.url || '').split('?')[0];
+  const inserted = path === `${SERVER_METADATA_PATH}${REALM}`;
+  const appended = path === `${REALM}${SERVER_METADATA_PATH}`;
+  if (!inserted && !appended) return true;
+  if (req.method !== 'OPTIONS') stats.server_metadata = (stats.server_metadata ?? 0) + 1;
+  if (SERVER_METADATA === 'off' || (SERVER_METADATA !== 'both' && SERVER_METADATA !== (inserted ? 'rfc8414' : 'appended'))) {
+    return false;
+  }
+  if (inserted) req.url = `${REALM}${SERVER_METADATA_PATH}`;
+  return true;
 }
 
 // ---------------------------------------------------------------------------- HTTP layer
@@ -637,7 +686,8 @@ async function devApi(req, res, path, query) {
     }
     const keep = ['1', 'true', 'yes'].includes(String(keepOld ?? '').toLowerCase());
     const key = await newSigningKey();
-    signingKeys = keep ? [key, ...signingKeys] : [key];
+    if (sameKid(query)) key.kid = signingKeys[0].kid;
+    signingKeys = keep && !sameKid(query) ? [key, ...signingKeys] : [key];
     useProvider(buildProvider(issuer));
     console.log(`dev-idp signing key rotated kid=${key.kid} keys=${signingKeys.length}`);
     return sendJson(res, 200, { kid: key.kid });
@@ -681,6 +731,7 @@ async function loginActions(req, res, rest) {
 }
 
 async function handle(req, res) {
+  if (!routeServerMetadata(req)) return sendJson(res, 404, { error: 'not_found' });
   const url = new URL(req.url, 'http://dev-idp.invalid');
   const path = url.pathname;
   if (path.startsWith('/__dev/')) return devApi(req, res, path, url.searchParams);
