@@ -159,6 +159,7 @@ class Config:
 
         # Process
         self.PROXY_HOPS = self._number("PROXY_HOPS", "0")
+        self.PROXY_FORWARDS_HOST = _flag(env.get("PROXY_FORWARDS_HOST", "true"), "PROXY_FORWARDS_HOST")
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")
         self.LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
         self.METRICS_TOKEN = env.get("METRICS_TOKEN") or None

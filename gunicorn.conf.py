@@ -27,6 +27,14 @@ errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Forwarded headers are trusted only from the configured proxies (Heroku's router: FORWARDED_ALLOW_IPS=*).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+# Of those, only the scheme, and only from the header Heroku's router sets itself: it passes a
+# client's X-Forwarded-Ssl or X-Forwarded-Protocol on unchanged (gunicorn's default trusts both).
+secure_scheme_headers = {"X-FORWARDED-PROTO": "https"}
+# No header may set SCRIPT_NAME or PATH_INFO (gunicorn's default lets a trusted forwarder, so with
+# FORWARDED_ALLOW_IPS=* any client, move the app: /x/metrics answered as /metrics); header names with
+# an underscore are dropped.
+forwarder_headers = ""
+header_map = "drop"
 # Several instances may share a host (tests, benchmarks); none needs gunicorn's runtime control socket.
 control_socket_disable = True
 

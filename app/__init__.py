@@ -203,7 +203,9 @@ def register_rate_limits(app: Flask, config: Config) -> None:
 
 
 def configure_proxy(app: Flask, config: Config) -> None:
-    """Trust the X-Forwarded-* headers of PROXY_HOPS proxies in front of the app (none by default)."""
+    """Trust the X-Forwarded-For and -Proto headers of PROXY_HOPS proxies in front of the app (none by
+    default), -Host only when PROXY_FORWARDS_HOST says they set it; never a prefix or a port."""
     if config.PROXY_HOPS:
         hops = config.PROXY_HOPS
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+        host_hops = hops if config.PROXY_FORWARDS_HOST else 0
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=host_hops)

@@ -9,7 +9,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validates
 
 from .api.schemas import JsonNumber
 from .extensions import services
-from .store.profiles import Profile, normalize_username
+from .store.profile_import import ImportRecord, ImportRefused
+from .store.profiles import normalize_username
 
 users_cli = AppGroup("users", help="Manage user profiles.")
 
@@ -37,9 +38,8 @@ def _profiles():
     return services().store.profiles
 
 
-def _load_records(path: str, relink: bool) -> list[tuple[Profile, str | None]]:
-    """Every record of the file merged over its stored profile, with the subject a relink replaces;
-    nothing is written until every record is known to be good."""
+def _load_records(path: str) -> list[ImportRecord]:
+    """Every record of the file, validated; nothing is written until every record is known to be good."""
     try:
         with open(path, encoding="utf-8") as handle:
             records = json.load(handle)
@@ -47,7 +47,7 @@ def _load_records(path: str, relink: bool) -> list[tuple[Profile, str | None]]:
         raise click.ClickException(f"{path}: {error}") from None
     if not isinstance(records, list):
         raise click.ClickException(f"{path}: expected a JSON list of profile objects")
-    merged, seen_users, seen_subs = [], set(), set()
+    loaded, seen_users, seen_subs = [], set(), set()
     for index, record in enumerate(records):
         try:
             data = ProfileRecordSchema().load(record if isinstance(record, dict) else {"_": record})
@@ -60,35 +60,21 @@ def _load_records(path: str, relink: bool) -> list[tuple[Profile, str | None]]:
             raise click.ClickException(f"record {index}: field 'username' or 'sub': appears twice in the file")
         seen_users.add(username)
         seen_subs.add(sub)
-        existing = _profiles().get(username)
-        replaced = _check_links(index, username, sub, existing, relink)
-        base = existing or Profile(username, username, username)
-        merged.append((dataclasses.replace(base, **data, sub=sub or base.sub), replaced))
-    return merged
-
-
-def _check_links(index: int, username: str, sub: str | None, existing: Profile | None, relink: bool = False):
-    """The subject `sub` replaces on `existing`, if any; ClickException when the link may not be made."""
-    replaced = existing.sub if sub and existing and existing.sub and existing.sub != sub else None
-    if replaced and not relink:
-        raise click.ClickException(
-            f"record {index}: field 'sub': profile {username} is linked to another subject; use --relink to change it"
-        )
-    linked = _profiles().linked_username(sub) if sub else None
-    if linked and linked != username:
-        raise click.ClickException(f"record {index}: field 'sub': subject is linked to profile {linked}")
-    return replaced
+        loaded.append(ImportRecord(username, data, sub))
+    return loaded
 
 
 @users_cli.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--relink", is_flag=True, help="Allow a record to change the subject a profile is linked to.")
 def import_users(path: str, relink: bool):
-    """Create or update profiles from a JSON file; validates every record before writing any."""
-    records = _load_records(path, relink)
-    for profile, replaced_sub in records:
-        _profiles().put(profile, replaced_sub=replaced_sub)
-    click.echo(f"imported {len(records)} profiles")
+    """Create or update profiles from a JSON file; writes every record or, saying why, none."""
+    records = _load_records(path)
+    try:
+        count = services().store.profile_import.run(records, relink=relink)
+    except ImportRefused as refused:
+        raise click.ClickException(f"record {refused.index}: field {refused.field!r}: {refused.reason}") from None
+    click.echo(f"imported {count} profiles")
 
 
 @users_cli.command("create")
@@ -101,10 +87,12 @@ def create_user(username: str, handle: str | None, display_name: str | None, sub
     normalized = normalize_username(username)
     if normalized is None:
         raise click.ClickException("username must be 1-64 letters, digits, '_', '.' or '-'")
-    if _profiles().get(normalized):
-        raise click.ClickException(f"profile {normalized} already exists")
-    _check_links(0, normalized, sub, None)
-    _profiles().put(Profile(normalized, handle or normalized, display_name or normalized, sub=sub))
+    given = {"handle": handle, "display_name": display_name}
+    record = ImportRecord(normalized, {name: value for name, value in given.items() if value}, sub)
+    try:
+        services().store.profile_import.run([record], create=True)
+    except ImportRefused as refused:
+        raise click.ClickException(refused.reason) from None
     click.echo(f"created {normalized}")
 
 

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 VERSION = "v2"
 NONCE_BYTES = 12
+TAG_BYTES = 16
 INFO = b"profile-poke session tokens v2"
 SALT_LABEL = b"profile-poke token sealing salt"
 SEALED_FIELDS = ("access_token", "refresh_token", "id_token")
@@ -58,6 +59,8 @@ class Sealer:
             raw = base64.urlsafe_b64decode(value[len(VERSION) + 1 :])
         except ValueError:
             raise Unsealable("not base64") from None
+        if len(raw) < NONCE_BYTES + TAG_BYTES:
+            raise Unsealable("truncated")
         nonce, sealed = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
         for index, secret in enumerate(self._secrets):
             try:
@@ -75,14 +78,29 @@ class Sealer:
         return stored
 
     def open_record(self, cookie: str, stored: dict) -> tuple[dict, bool]:
-        """The token set with its tokens unsealed, and whether to seal it again; Unsealable otherwise."""
+        """The token set with its tokens unsealed, and whether to seal it again; Unsealable otherwise,
+        also when what it opens to is not the three tokens."""
+        if not isinstance(stored, dict):
+            raise Unsealable("not a token record")
         plaintext, stale = self.open(cookie, stored.get("sealed"))
+        try:
+            tokens = json.loads(plaintext)
+        except ValueError:  # also bytes that are not UTF-8
+            raise Unsealable("it opens to something that is not JSON") from None
+        if (
+            not isinstance(tokens, dict)
+            or not all(isinstance(tokens.get(name), str | None) for name in SEALED_FIELDS)
+            or not isinstance(tokens.get("access_token"), str)
+        ):
+            raise Unsealable("it opens to something that is not a token set")
         public = {name: value for name, value in stored.items() if name not in {"sealed", "revocable"}}
-        return {**public, **json.loads(plaintext)}, stale
+        return {**public, **{name: tokens.get(name) for name in SEALED_FIELDS}}, stale
 
     def revocable_refresh_token(self, stored: dict) -> str | None:
         """The refresh token of any session's stored token set, for revoking it; None if unreadable."""
+        if not isinstance(stored, dict):
+            return None
         try:
             return self.open(REVOCATION, stored.get("revocable"))[0].decode()
-        except Unsealable:
+        except (Unsealable, UnicodeDecodeError):
             return None

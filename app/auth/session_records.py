@@ -3,6 +3,7 @@ session cookie (app.auth.sealing), versioned for compare-and-set. A record no ke
 before sealing, ends its session."""
 
 import logging
+import math
 import time
 
 from ..store.tokensets import TokenSets
@@ -11,6 +12,17 @@ from .sealing import Sealer, Unsealable
 log = logging.getLogger(__name__)
 
 REFRESH_MARGIN = 60
+# The fields of a record the app reads, and their types: a record without them ends its session.
+FIELD_TYPES = {
+    "v": int,
+    "id": str,
+    "user": str,
+    "sub": str,
+    "scope": str,
+    "started": float,
+    "ends": float,
+    "expires_at": float,
+}
 
 
 class SessionRecords:
@@ -32,6 +44,7 @@ class SessionRecords:
             return None
         try:
             record, stale = self._sealer.open_record(sid, stored)
+            _check_fields(record)
         except Unsealable as error:
             log.warning("session ended: its tokens cannot be unsealed (%s)", error)
             self._token_sets.delete(ref)
@@ -43,6 +56,18 @@ class SessionRecords:
     def sealed(self, sid: str, record: dict) -> dict:
         """`record` as it is stored for session `sid`: its tokens sealed."""
         return self._sealer.seal_record(sid, record)
+
+
+def _check_fields(record: dict) -> None:
+    """Unsealable unless every field the app reads has its type (times finite numbers)."""
+    for name, kind in FIELD_TYPES.items():
+        value = record.get(name)
+        if kind is float:
+            fits = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        else:
+            fits = isinstance(value, kind) and not isinstance(value, bool)
+        if not fits:
+            raise Unsealable(f"its field {name} is missing or not a {kind.__name__}")
 
 
 def with_response(record: dict, response: dict, now: float) -> dict:

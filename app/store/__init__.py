@@ -4,6 +4,7 @@ and the DPoP proofs seen."""
 from .keys import Keys
 from .logins import PendingLogins
 from .pokes import Pokes
+from .profile_import import ProfileImport
 from .profiles import Profiles
 from .proofs import SeenProofs
 from .session_index import SessionIndex
@@ -17,6 +18,7 @@ class Store:
         self.redis = redis
         self.keys = Keys(prefix)
         self.profiles = Profiles(redis, self.keys, link_unclaimed=link_unclaimed_profiles)
+        self.profile_import = ProfileImport(redis, self.keys, self.profiles)
         self.pokes = Pokes(redis, self.keys)
         self.logins = PendingLogins(redis, self.keys)
         self.token_sets = TokenSets(redis, self.keys)

@@ -195,6 +195,10 @@ class Profiles:
             raise NoProfile(f"profile {username} of subject {sub} is gone")
         return profile
 
+    def forget_link(self, sub: str) -> None:
+        """Stop remembering the link of `sub` in this process (it was just changed here)."""
+        self._links.pop(sub, None)
+
     def _remember(self, sub: str, username: str) -> None:
         if len(self._links) >= self._link_cache_size:
             self._links.clear()

@@ -26,6 +26,18 @@ return 0
 """
 
 
+def _parsed(raw: bytes | None) -> dict | None:
+    """A stored token set as a dict: None when there is none, {} (which opens to nothing, so its
+    session ends) when it is not a JSON object."""
+    if not raw:
+        return None
+    try:
+        stored = json.loads(raw)
+    except ValueError:
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
 class TokenSets:
     """Reads and writes session token sets and their refresh locks."""
 
@@ -49,7 +61,7 @@ class TokenSets:
         pipe.get(self._keys.token_set(ref))
         pipe.pttl(self._keys.token_set(ref))
         raw, ttl_ms = pipe.execute()
-        return (json.loads(raw) if raw else None), ttl_ms
+        return _parsed(raw), ttl_ms
 
     def load_with_profile(self, ref: str, username: str) -> tuple[dict | None, int, dict]:
         """load(), plus the raw profile hash of `username`, in the same round trip."""
@@ -58,7 +70,7 @@ class TokenSets:
         pipe.pttl(self._keys.token_set(ref))
         pipe.hgetall(self._keys.user(username))
         raw, ttl_ms, profile = pipe.execute()
-        return (json.loads(raw) if raw else None), ttl_ms, profile
+        return _parsed(raw), ttl_ms, profile
 
     def replace(self, ref: str, expected_version: int, record: dict) -> bool:
         """Store `record` as the next version unless another writer got there first."""
@@ -119,7 +131,7 @@ class TokenSets:
         self._mark_active(pipe, new, tokens_ttl)
         pipe.execute()
         self.delete(old)
-        return json.loads(raw_tokens)
+        return _parsed(raw_tokens) or None
 
     def count_active(self) -> int:
         """How many sessions are alive now: one sorted set of session -> expiry, its expired

@@ -1,0 +1,162 @@
+"""Operator imports of profiles (`users import`, `users create`): each record is checked against the
+profile as read, then written only if that profile is still as it was read (one script on its key),
+so a first sign-in racing the import can never leave a profile with two subjects. A record that
+finds its profile changed undoes the records written before it: the import changes nothing."""
+
+import dataclasses
+from dataclasses import dataclass
+
+from .profiles import Profile, Profiles
+
+# Write the fields (ARGV[3..]) only if the profile still exists as read (ARGV[1] '1' or '0') with the
+# owner read (ARGV[2], '' for none). Returns 1 when written, else '-' (no profile) or '=' .. its owner.
+_WRITE_IF_UNCHANGED = """
+local exists = redis.call('EXISTS', KEYS[1])
+local owner = redis.call('HGET', KEYS[1], 'sub') or ''
+if tostring(exists) ~= ARGV[1] or owner ~= ARGV[2] then
+  if exists == 0 then return '-' end
+  return '=' .. owner
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+return 1
+"""
+
+# Put the profile back as it was (ARGV[2..]: its fields; none: it did not exist) if it still has the
+# owner this import gave it (ARGV[1]).
+_UNDO = """
+if (redis.call('HGET', KEYS[1], 'sub') or '') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if #ARGV > 1 then redis.call('HSET', KEYS[1], unpack(ARGV, 2)) end
+return 1
+"""
+
+# Point a subject at a profile unless it points at another one; returns 1, or the other profile.
+_LINK_IF_FREE = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return current end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
+
+# Remove a subject's link only if it still points at this profile.
+_UNLINK_IF = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class ImportRefused(Exception):
+    """A record that may not be written, and why; nothing of the import was written."""
+
+    def __init__(self, index: int, field: str, reason: str):
+        super().__init__(reason)
+        self.index, self.field, self.reason = index, field, reason
+
+
+@dataclass
+class ImportRecord:
+    """A validated record: its normalized username, the fields it gives, and its subject, if any."""
+
+    username: str
+    fields: dict
+    sub: str | None = None
+
+
+@dataclass
+class _Planned:
+    index: int
+    profile: Profile  # the record merged over the stored profile
+    read: dict  # the stored profile's raw hash as read ({} when there was none)
+    replaced_sub: str | None  # the subject a relink takes the profile away from
+
+
+class ProfileImport:
+    """Checks and writes imported profiles, all or nothing, safe against concurrent first sign-ins."""
+
+    def __init__(self, redis, keys, profiles: Profiles):
+        self._redis = redis
+        self._keys = keys
+        self._profiles = profiles
+        self._write = redis.register_script(_WRITE_IF_UNCHANGED)
+        self._undo = redis.register_script(_UNDO)
+        self._link = redis.register_script(_LINK_IF_FREE)
+        self._unlink = redis.register_script(_UNLINK_IF)
+
+    def run(self, records: list[ImportRecord], *, relink: bool = False, create: bool = False) -> int:
+        """Write every record or none; ImportRefused naming the first record that may not be written.
+        With `create`, a record whose profile exists is refused."""
+        planned = [self._plan(index, record, relink, create) for index, record in enumerate(records)]
+        for done, step in enumerate(planned):
+            refused = self._apply(step)
+            if refused:
+                for earlier in reversed(planned[:done]):
+                    self._revert(earlier)
+                raise ImportRefused(step.index, *refused)
+        return len(planned)
+
+    def _plan(self, index: int, record: ImportRecord, relink: bool, create: bool) -> _Planned:
+        raw = self._redis.hgetall(self._keys.user(record.username))
+        existing = Profile.from_hash(raw) if raw else None
+        if existing and create:
+            raise ImportRefused(index, "username", f"profile {record.username} already exists")
+        owner = existing.sub if existing else None
+        if owner and not record.sub:
+            # Its stats may be another person's: only a record naming the linked subject may touch it.
+            why = f"profile {record.username} is linked to an account; a record for it must name its subject"
+            raise ImportRefused(index, "sub", why)
+        replaced = owner if owner and record.sub != owner else None
+        if replaced and not relink:
+            why = f"profile {record.username} is linked to another subject; use --relink to change it"
+            raise ImportRefused(index, "sub", why)
+        linked = self._profiles.linked_username(record.sub) if record.sub else None
+        if linked and linked != record.username:
+            raise ImportRefused(index, "sub", f"subject is linked to profile {linked}")
+        base = existing or Profile(record.username, record.username, record.username)
+        merged = dataclasses.replace(base, **record.fields, sub=record.sub or owner)
+        read = {key.decode(): value.decode() for key, value in raw.items()}
+        return _Planned(index, merged, read, replaced)
+
+    def _apply(self, step: _Planned) -> tuple[str, str] | None:
+        """Write one planned record; else the field and the reason it may not be, nothing of it written."""
+        username, sub = step.profile.username, step.profile.sub
+        fields = [item for pair in step.profile.to_hash().items() for item in pair]
+        expected = ["1" if step.read else "0", step.read.get("sub", "")]
+        result = self._write(keys=[self._keys.user(username)], args=expected + fields)
+        if result != 1:
+            return (
+                "username",
+                f"profile {username} {_change(step.read, result.decode())} while this import ran{NOTHING}",
+            )
+        if sub and sub != step.read.get("sub"):
+            other = self._link(keys=[self._keys.subject(sub)], args=[username])
+            if other != 1:
+                self._revert(step, linked=False)
+                return "sub", f"subject was linked to profile {other.decode()} while this import ran{NOTHING}"
+        if step.replaced_sub:
+            self._unlink(keys=[self._keys.subject(step.replaced_sub)], args=[username])
+            self._profiles.forget_link(step.replaced_sub)
+        return None
+
+    def _revert(self, step: _Planned, *, linked: bool = True) -> None:
+        """Put one written record's profile and subject links back as they were read."""
+        username, sub = step.profile.username, step.profile.sub
+        old = [item for pair in step.read.items() for item in pair]
+        self._undo(keys=[self._keys.user(username)], args=[sub or "", *old])
+        if linked and sub and sub != step.read.get("sub"):
+            self._unlink(keys=[self._keys.subject(sub)], args=[username])
+            self._profiles.forget_link(sub)
+        if step.replaced_sub:
+            self._redis.set(self._keys.subject(step.replaced_sub), username)
+
+
+NOTHING = "; nothing was imported, run it again"
+
+
+def _change(read: dict, found: str) -> str:
+    """What happened to a profile since it was read, from what the write script found there."""
+    if found == "-":
+        return "was deleted"
+    owner = found[1:]
+    if not read:
+        return "was created by a first sign-in" if owner else "was created by someone else"
+    return "was linked to another account (a first sign-in)" if owner else "lost its link"
