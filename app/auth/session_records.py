@@ -58,6 +58,15 @@ class SessionRecords:
         return self._sealer.seal_record(sid, record)
 
 
+def well_formed(record: dict) -> bool:
+    """Whether every field the app reads has its type (the tokens aside, which only opening checks)."""
+    try:
+        _check_fields(record)
+    except Unsealable:
+        return False
+    return True
+
+
 def _check_fields(record: dict) -> None:
     """Unsealable unless every field the app reads has its type (times finite numbers)."""
     for name, kind in FIELD_TYPES.items():

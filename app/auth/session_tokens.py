@@ -17,7 +17,7 @@ from ..store.tokensets import TokenSets
 from .oidc import LoginClient
 from .refresh import Refresher
 from .sealing import Sealer
-from .session_records import SessionRecords, needs_refresh, with_response
+from .session_records import SessionRecords, needs_refresh, well_formed, with_response
 from .sessions import session_ref
 
 IDLE_TOUCH_SLACK_MS = 60_000
@@ -128,6 +128,8 @@ class SessionTokens:
             return
         for old in self._fallbacks:
             stored = self._token_sets.move(session_ref(old, sid), ref)
+            if stored and not well_formed(stored):
+                return  # not indexed: opening it ends the session and removes it
             if stored:
                 entry = {
                     "ref": ref,

@@ -73,3 +73,18 @@ def test_revocable_tokens_that_are_not_utf_8_yield_nothing_to_revoke():
 def test_a_stored_value_that_is_not_an_object_is_unsealable(stored):
     with pytest.raises(Unsealable):
         Sealer(secrets.token_urlsafe(32), []).open_record("cookie", stored)
+
+
+@pytest.mark.parametrize("malformation", MALFORMATIONS)
+def test_a_malformed_record_met_while_moving_it_to_a_new_secret_key_signs_the_session_out(op, fake_redis, malformation):
+    app, client = signed_in(op, fake_redis)
+    old_key = app.config["SECRET_KEY"]
+    cookie = client.get_cookie(SESSION_COOKIE).value
+    key = Keys("malformed:").token_set(session_ref(old_key, cookie))
+    fake_redis.set(key, MALFORMATIONS[malformation](json.loads(fake_redis.get(key)), old_key, cookie), keepttl=True)
+    env = app_env(op.issuer, REDIS_KEY_PREFIX="malformed:", SECRET_KEY=secrets.token_urlsafe(32))
+    rotated = create_app(Config({**env, "SECRET_KEY_FALLBACKS": old_key}), redis=fake_redis).test_client()
+    rotated.set_cookie(SESSION_COOKIE, cookie)
+    response = rotated.get("/api/v1/me/profile", headers={"X-CSRF": "1"})
+    assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
+    assert rotated.get("/auth/session").json == {"authenticated": False}
