@@ -58,7 +58,12 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         redis = make_redis(
             config.REDIS_URL, socket_timeout=config.REDIS_SOCKET_TIMEOUT, tls_verify=config.REDIS_TLS_VERIFY
         )
-    store = Store(redis, config.REDIS_KEY_PREFIX, link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES)
+    store = Store(
+        redis,
+        config.REDIS_KEY_PREFIX,
+        link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES,
+        max_pending_logins=config.MAX_PENDING_SIGNINS,
+    )
     provider = Provider(
         config.OIDC_ISSUER_URL,
         timeout=config.IDP_TIMEOUT,

@@ -38,6 +38,8 @@ def _wants_page() -> bool:
 
 
 def handle_api_error(error: ApiError):
+    if _wants_page():
+        return render_template("auth_error.html", message=error.message), error.status, error.headers()
     return _envelope(error.status, error.code, error.message, error.headers())
 
 

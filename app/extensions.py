@@ -8,11 +8,11 @@ from urllib.parse import unquote, urlsplit
 import redis
 from flask import Flask, current_app, request
 from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
+from .addresses import client_key
 from .api.guard import Guard
 from .auth.backchannel import BackchannelLogout
 from .auth.browser_sessions import BrowserSessions
@@ -64,8 +64,8 @@ def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
 
 
 def rate_limited(setting: str):
-    """Limit the view per client address to what the configuration value `setting` says (such as
-    RATE_LIMIT_LOGIN); init_limiter finds every view so marked."""
+    """Limit the view per client (an address, or an IPv6 /64) to what the configuration value
+    `setting` says (such as RATE_LIMIT_LOGIN); init_limiter finds every view so marked."""
 
     def mark(view):
         setattr(view, RATE_LIMIT_SETTING, setting)
@@ -76,7 +76,7 @@ def rate_limited(setting: str):
 
 def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float) -> None:
     """A rate limiter of this app's own on the same Redis as everything else (its keys under `prefix`),
-    counting per client address, for each view marked `rate_limited`.
+    counting per client (an address, or an IPv6 /64: app.addresses), for each view marked `rate_limited`.
     One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
     limits = {
         endpoint: getattr(view, RATE_LIMIT_SETTING)
@@ -91,10 +91,10 @@ def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: f
     else:
         uri = "redis://"  # the app's own connection pool is handed over below
         options["connection_pool"] = client.connection_pool
-    # Per client address: ProxyFix has already put the real one in remote_addr when PROXY_HOPS is set.
+    # Per client: ProxyFix has already put the real address in remote_addr when PROXY_HOPS is set.
     registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
     counts = [len(registry.get(None, ())) for registry in registries]
-    limiter = Limiter(get_remote_address, app=app, strategy="fixed-window", storage_uri=uri, storage_options=options)
+    limiter = Limiter(_client, app=app, strategy="fixed-window", storage_uri=uri, storage_options=options)
     # Flask-Limiter hooks itself into every request (about 70 µs of CPU each). With no default limits
     # only the limited endpoints need its hooks, so they move to those endpoints' blueprints, where
     # Flask runs them for that blueprint's requests alone, and there run only for those endpoints.
@@ -108,6 +108,11 @@ def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: f
         limit = limiter.limit(lambda setting=setting: app.config[setting])
         app.view_functions[endpoint] = limit(app.view_functions[endpoint])
     app.extensions["rate_limiter"] = limiter
+
+
+def _client() -> str:
+    """The client the current request counts against."""
+    return client_key(request.remote_addr)
 
 
 def _only_on(endpoints: frozenset[str], hook):

@@ -21,12 +21,15 @@ class Keys:
     def cooldown(self, poker: str, target: str) -> str:
         return f"{self.prefix}cooldown:{{{target}}}:{poker}"
 
-    def pending_login(self, state: str) -> str:
-        # A state is "<browser tag>.<random>": its key shares the browser's hash tag (see logins).
-        return f"{self.prefix}login:{{{state.partition('.')[0]}}}:{state}"
+    def pending_login(self, browser_tag: str, login_id: str) -> str:
+        # It shares its browser's hash tag (see logins); the id is a digest, the state stays out of Redis.
+        return f"{self.prefix}login:{{{browser_tag}}}:{login_id}"
 
     def pending_logins_of(self, browser_tag: str) -> str:
         return f"{self.prefix}logins:{{{browser_tag}}}"
+
+    def pending_logins(self) -> str:
+        return f"{self.prefix}pending-logins"
 
     def session(self, session_ref: str) -> str:
         return f"{self.prefix}session:{session_ref}"

@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from app.store.keys import Keys
+from app.store.logins import PendingLogins
 from dev import oidc_driver
 from dev.services import free_port
 from tests.helpers.real_services import PASSWORD, integration_env, start_live_app, start_own_idp
@@ -29,9 +30,10 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
         http = requests.Session()
         authorize = http.get(f"{base}/auth/login", allow_redirects=False, timeout=10).headers["Location"]
         state = parse_qs(urlsplit(authorize).query)["state"][0]
-        pending = json.loads(redis.get(Keys(env["REDIS_KEY_PREFIX"]).pending_login(state)))
+        pending_key = PendingLogins(redis, Keys(env["REDIS_KEY_PREFIX"]), max_total=1).key(state)
+        verifier = json.loads(redis.get(pending_key))[0]
         callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
-        secrets_seen += [pending["verifier"], parse_qs(urlsplit(callback).query)["code"][0], state]
+        secrets_seen += [verifier, parse_qs(urlsplit(callback).query)["code"][0], state]
         assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
         first = stored_tokens(redis, env, http)
         assert http.get(f"{base}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200

@@ -10,7 +10,6 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 
-from app.store.keys import Keys
 from dev import oidc_driver
 from tests.helpers.pages import error_page_message
 from tests.helpers.real_services import PASSWORD
@@ -88,17 +87,16 @@ def test_open_redirects_through_return_to_fall_back_to_the_root(app, target):
 def test_the_pending_login_lives_in_its_own_short_lived_key(app, idp, redis):
     client = app.test_client()
     state = query_of(start_login(client))["state"]
-    key = Keys(app.config["REDIS_KEY_PREFIX"]).pending_login(state)
+    key = app.extensions["profile_poke"].store.logins.key(state)
     assert 0 < redis.ttl(key) <= 600
-    stored = redis.get(key).decode()
-    assert "verifier" in stored
+    verifier, _, return_to = json.loads(redis.get(key))
+    assert (len(verifier), return_to) == (43, "/")
 
 
 def test_the_code_challenge_is_the_s256_of_the_stored_verifier(app, redis):
     client = app.test_client()
     query = query_of(start_login(client))
-    pending = json.loads(redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).pending_login(query["state"])))
-    verifier = pending["verifier"]
+    verifier = json.loads(redis.get(app.extensions["profile_poke"].store.logins.key(query["state"])))[0]
     assert 43 <= len(verifier) <= 128
     digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     assert query["code_challenge"] == digest
