@@ -6,11 +6,12 @@ outcomes: never a username, a token or a raw path. Without METRICS_TOKEN nothing
 /metrics does not exist (404).
 """
 
+import glob
 import hmac
 import os
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import redis
 import requests
@@ -19,6 +20,8 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+MMAP_HEADER_BYTES = 8  # a worker's metrics file starts with its used length and padding
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 NO_STORE = {"Cache-Control": "no-store"}
@@ -149,8 +152,21 @@ def _registry():
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         return REGISTRY
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)  # sums the files every worker wrote
+    _WrittenFilesCollector(registry)  # sums the files every worker wrote
     return registry
+
+
+class _WrittenFilesCollector(multiprocess.MultiProcessCollector):
+    """The multiprocess sum, skipping a worker's file that is still being created: prometheus_client
+    makes it before sizing it, and reading it empty fails the whole scrape (client_python #1199)."""
+
+    def collect(self):
+        files = []
+        for path in glob.glob(os.path.join(self._path, "*.db")):
+            with suppress(OSError):  # also gone: a dead worker's file removed meanwhile
+                if os.path.getsize(path) >= MMAP_HEADER_BYTES:
+                    files.append(path)
+        return self.merge(files, accumulate=True)
 
 
 class _SessionsRegistry:
