@@ -75,6 +75,7 @@ SECTIONS = [
      "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, a refused refresh, "
      "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
     ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
+    ("tests/unit/test_audit", "Audit events and request ids", ""),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name

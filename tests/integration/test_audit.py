@@ -220,3 +220,39 @@ def test_a_failed_operator_command_writes_no_event(app, audit_lines):
     audit_lines.lines.clear()
     assert app.test_cli_runner().invoke(args=["users", "disable", "ghost"]).exit_code != 0
     assert audit_lines.events() == []
+
+
+@pytest.mark.parametrize(
+    ("bounds", "status", "reason"),
+    [
+        ({"RATE_LIMIT_INTROSPECTION": "1 per minute"}, 429, "token_checks"),
+        (
+            {"RATE_LIMIT_INTROSPECTION": "1 per minute", "RATE_LIMIT_INTROSPECTION_TOTAL": "1 per minute"},
+            503,
+            "token_checks_total",
+        ),
+    ],
+)
+def test_junk_tokens_past_the_introspection_bound_are_one_event_each(
+    make_app, idp, audit_lines, bounds, status, reason
+):
+    settings = {
+        "ACCESS_TOKEN_VALIDATION": "introspection",
+        "INTROSPECTION_CLIENT_ID": "profile-poke-service",
+        "INTROSPECTION_CLIENT_SECRET": idp.secret,
+    }
+    client = make_app(**settings, **bounds).test_client()
+
+    def send(token: str, address: str):
+        headers = {"Authorization": f"Bearer {token}"}
+        return client.get("/api/v1/me/profile", headers=headers, environ_base={"REMOTE_ADDR": address})
+
+    assert send("junk-token-one", "192.0.2.1").status_code == 401
+    audit_lines.lines.clear()
+    # The same address again meets its own bound; another address meets the total one.
+    address = "192.0.2.1" if status == 429 else "127.0.0.1"
+    assert send("junk-token-two", address).status_code == status
+    event = only_event(audit_lines)
+    assert event["remote"] == address and REQUEST_ID.fullmatch(event["request_id"])
+    assert (event["event"], event["reason"], event["route"]) == ("ratelimit.hit", reason, "/api/v1/me/profile")
+    assert "junk-token-two" not in str(event)
