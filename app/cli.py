@@ -1,4 +1,4 @@
-"""Operator commands: `flask --app wsgi users import|create|show|disable|enable`."""
+"""Operator commands: `flask --app wsgi users import|create|show|disable|enable|signout`, each an audit event."""
 
 import dataclasses
 import json
@@ -8,6 +8,7 @@ from flask.cli import AppGroup
 from marshmallow import RAISE, Schema, ValidationError, fields, validates
 
 from .api.schemas import JsonNumber
+from .audit import audit
 from .extensions import services
 from .store.profile_import import ImportRecord, ImportRefused
 from .store.profiles import normalize_username
@@ -74,6 +75,7 @@ def import_users(path: str, relink: bool):
         count = services().store.profile_import.run(records, relink=relink)
     except ImportRefused as refused:
         raise click.ClickException(f"record {refused.index}: field {refused.field!r}: {refused.reason}") from None
+    audit("admin.users.import", file=path, count=count, relink=relink)
     click.echo(f"imported {count} profiles")
 
 
@@ -93,6 +95,7 @@ def create_user(username: str, handle: str | None, display_name: str | None, sub
         services().store.profile_import.run([record], create=True)
     except ImportRefused as refused:
         raise click.ClickException(refused.reason) from None
+    audit("admin.users.create", user=normalized, sub=sub)
     click.echo(f"created {normalized}")
 
 
@@ -103,12 +106,15 @@ def show_user(username: str):
     profile = _profiles().get(normalize_username(username) or "")
     if profile is None:
         raise click.ClickException(f"no profile {username}")
+    audit("admin.users.show", user=profile.username, sub=profile.sub)
     click.echo(json.dumps(dataclasses.asdict(profile), indent=2, sort_keys=True))
 
 
 def _set_disabled(username: str, disabled: bool) -> None:
-    if not _profiles().set_disabled(normalize_username(username) or "", disabled):
+    normalized = normalize_username(username) or ""
+    if not _profiles().set_disabled(normalized, disabled):
         raise click.ClickException(f"no profile {username}")
+    audit(f"admin.users.{'disable' if disabled else 'enable'}", user=normalized)
     click.echo(f"{'disabled' if disabled else 'enabled'} {username.lower()}")
 
 
@@ -124,3 +130,15 @@ def disable_user(username: str):
 def enable_user(username: str):
     """Enable a disabled profile."""
     _set_disabled(username, False)
+
+
+@users_cli.command("signout")
+@click.argument("username")
+def sign_out_user(username: str):
+    """End every browser session of a profile's user and revoke their refresh tokens."""
+    profile = _profiles().get(normalize_username(username) or "")
+    if profile is None:
+        raise click.ClickException(f"no profile {username}")
+    ended = services().browser_sessions.end_all(profile.sub) if profile.sub else []
+    audit("session.ended", reason="admin", user=profile.username, sub=profile.sub, ended=ended)
+    click.echo(f"ended {len(ended)} sessions of {profile.username}")

@@ -10,6 +10,7 @@ from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
+from .audit import audit
 from .errors import (
     REDIS_DOWN,
     RETRY_AFTER_UNAVAILABLE,
@@ -18,6 +19,9 @@ from .errors import (
     LoginFailed,
     PokeFailed,
     ProviderUnavailable,
+    TokenChecksExhausted,
+    TooManySignIns,
+    TooManyTokenChecks,
     Unavailable,
     UnknownUser,
     is_out_of_memory,
@@ -58,6 +62,7 @@ def handle_poke_failed(error: PokeFailed):
 
 
 def handle_login_failed(error: LoginFailed):
+    audit("signin.failed", reason=error.reason)
     if _wants_page():
         return render_template("auth_error.html", message=error.message), error.status
     return _envelope(error.status, error.code, error.message)
@@ -78,12 +83,31 @@ def handle_redis_refusal(error: redis.ResponseError, *, count: Callable[[Excepti
 
 
 def handle_rate_limited(error: RateLimitExceeded):
+    audit("ratelimit.hit", reason=(request.endpoint or "unknown").rpartition(".")[2], route=_route())
     message = "too many requests from this address; try again later"
     breached = current_app.extensions["rate_limiter"].current_limit
     headers = {"Retry-After": str(max(1, int(breached.reset_at - time.time())) if breached else 60)}
     if _wants_page():
         return render_template("auth_error.html", message=message), 429, headers
     return _envelope(429, "too_many_requests", message, headers)
+
+
+# The bounds beyond Flask-Limiter's: provider calls about unknown tokens, per client (429) and in
+# total (503), and sign-ins in progress in total (503).
+BOUNDS = {
+    TooManyTokenChecks: "token_checks",
+    TokenChecksExhausted: "token_checks_total",
+    TooManySignIns: "signins_total",
+}
+
+
+def handle_bound_reached(error: TooManyTokenChecks | TokenChecksExhausted | TooManySignIns):
+    audit("ratelimit.hit", reason=BOUNDS[type(error)], route=_route())
+    return handle_api_error(error)
+
+
+def _route() -> str | None:
+    return request.url_rule.rule if request.url_rule is not None else None
 
 
 def handle_provider_down(error: ProviderUnavailable):
@@ -123,6 +147,8 @@ def handle_unexpected(error: Exception):
 def register_error_handlers(app: Flask, *, count_redis_error: Callable[[Exception], None]) -> None:
     """Every exception to its response; `count_redis_error` hears of each Redis failure answered 503."""
     app.register_error_handler(ApiError, handle_api_error)
+    for bound in BOUNDS:
+        app.register_error_handler(bound, handle_bound_reached)
     app.register_error_handler(UnknownUser, handle_unknown_user)
     app.register_error_handler(BadLogoutToken, handle_bad_logout_token)
     app.register_error_handler(PokeFailed, handle_poke_failed)

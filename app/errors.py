@@ -159,11 +159,12 @@ class PokeFailed(Exception):
 
 
 class LoginFailed(Exception):
-    """A browser sign-in step that cannot go on; shown as a page, or JSON to a fetch."""
+    """A browser sign-in step that cannot go on; shown as a page, or JSON to a fetch. `reason` is the
+    fixed code its signin.failed audit event carries (one of app.metrics.SIGNIN_FAILURES)."""
 
-    def __init__(self, message: str, status: int = 400, code: str = "login_failed"):
+    def __init__(self, message: str, status: int = 400, code: str = "login_failed", *, reason: str = "refused"):
         super().__init__(message)
-        self.message, self.status, self.code = message, status, code
+        self.message, self.status, self.code, self.reason = message, status, code, reason
 
 
 REDIS_DOWN = (

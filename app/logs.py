@@ -2,12 +2,13 @@
 
 The access line is written with a single os.write: one system call, no logging machinery on the
 hot path, and lines from many threads and workers never interleave (each is under PIPE_BUF).
-Everything else goes through `logging`, as JSON too.
+Everything else goes through `logging`, as JSON too, and carries the request's fields.
 """
 
 import json
 import logging
 import os
+import re
 import secrets
 import sys
 import time
@@ -15,41 +16,56 @@ import time
 from flask import Flask, g, request
 
 REQUEST_ID = "X-Request-ID"
+# What Heroku's router and common proxies send (UUIDs, base64): kept; anything else is replaced.
+VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9+/=_.-]{1,200}", re.ASCII)
 STDOUT = 1
+
+
+def request_id() -> str:
+    """The current request's id: its valid X-Request-ID, or one made for it (the same all request long)."""
+    made = g.get("request_id")
+    if made is None:
+        incoming = request.headers.get(REQUEST_ID, "")
+        made = g.request_id = incoming if VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
+    return made
+
+
+def request_fields() -> dict:
+    """What every log line and audit event written during a request carries about it; {} outside one."""
+    if not request:
+        return {}
+    return {"request_id": request_id(), "remote": request.remote_addr}
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {"level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+        entry.update(getattr(record, "fields", None) or {})  # an audit event's own fields
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
-        if request:
-            entry["request_id"] = g.get("request_id")
+        entry.update(request_fields())
         return json.dumps(entry)
 
 
 def _start_request() -> None:
     g.started = time.perf_counter()
-    incoming = request.headers.get(REQUEST_ID, "")
-    g.request_id = incoming if 0 < len(incoming) <= 128 and incoming.isprintable() else secrets.token_hex(16)
+    request_id()
 
 
 def _log_request(response):
     # g may be bare: when opening the session fails, before_request hooks never ran.
-    request_id = g.get("request_id") or secrets.token_hex(16)
     line = json.dumps(
         {
-            "request_id": request_id,
+            **request_fields(),
             "method": request.method,
             "path": request.path,
             "status": response.status_code,
             "duration_ms": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
             "user": g.get("user"),
-            "remote": request.remote_addr,
         }
     )
     os.write(STDOUT, f"{line}\n".encode())
-    response.headers[REQUEST_ID] = request_id
+    response.headers[REQUEST_ID] = request_id()
     return response
 
 
@@ -67,5 +83,5 @@ def configure_logging(app: Flask) -> None:
 
 
 def _request_id_header(response):
-    response.headers[REQUEST_ID] = g.get("request_id") or secrets.token_hex(16)
+    response.headers[REQUEST_ID] = request_id()
     return response

@@ -43,7 +43,46 @@ IDP_DURATION = Histogram(
 REDIS_ERRORS = Counter("pp_redis_errors", "Redis failures answered with 503, by exception class.", ["error"])
 POKES = Counter("pp_pokes", "Poke attempts by outcome.", ["outcome"])
 DPOP_REFUSALS = Counter("pp_dpop_refusals", "DPoP requests refused, by the check that failed.", ["reason"])
+AUDIT_EVENTS = Counter(
+    "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
+)
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
+NO_REASON = "none"  # the reason label of an event that has none
+SIGNIN_FAILURES = (
+    *("unsolicited_error", "unknown_state", "other_browser", "no_iss", "wrong_issuer", "provider_refused"),
+    *("no_code", "bad_request", "code_refused", "bad_token_response", "no_id_token", "id_token_refused"),
+    *("scope_not_granted", "no_subject", "subject_clash", "unusable_username", "no_username", "account_disabled"),
+)
+# Every label value each counter knows of: all start at 0 when a process starts, so a series exists
+# (and rate() sees it) before its first event.
+KNOWN_LABELS = {
+    REFRESHES: [(outcome,) for outcome in sorted(set(REFRESH_OUTCOMES.values()))],
+    IDP_REQUESTS: [
+        (endpoint, outcome)
+        for endpoint in ("discovery", "server_metadata", "jwks", "token", "revocation", "introspection", "userinfo")
+        for outcome in REFRESH_OUTCOMES
+    ],
+    REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
+    POKES: [(outcome,) for outcome in ("poked", "invalid", "self", "unknown_target", "cooldown", "denied", "error")],
+    DPOP_REFUSALS: [
+        (reason,)
+        for reason in (
+            *("malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt", "nonce"),
+            *("replay", "count", "downgrade", "unbound"),
+        )
+    ],
+    AUDIT_EVENTS: [
+        *[(event, NO_REASON) for event in ("signin.succeeded", "signout")],
+        *[("signin.failed", reason) for reason in SIGNIN_FAILURES],
+        *[("session.ended", reason) for reason in ("user", "backchannel", "refresh_refused", "admin")],
+        ("refresh.refused", "superseded"),
+        *[
+            ("ratelimit.hit", reason)
+            for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total")
+        ],
+        *[(f"admin.users.{action}", NO_REASON) for action in ("import", "create", "show", "disable", "enable")],
+    ],
+}
 
 bp = Blueprint("metrics", __name__)
 _enabled = False
@@ -57,6 +96,9 @@ def init_metrics(app: Flask, *, active_sessions: Callable[[], int]) -> None:
     if not app.config.get("METRICS_TOKEN"):
         return
     _enabled = True
+    for metric, label_sets in KNOWN_LABELS.items():
+        for labels in label_sets:
+            _child(metric, *labels)  # at 0; in multiprocess mode this writes the worker's 0 to its file
     app.extensions["metrics_sessions"] = _SessionsRegistry(active_sessions)
     app.register_blueprint(bp)
     app.after_request(_count_request)
@@ -110,6 +152,12 @@ def count_redis_error(error: Exception) -> None:
     """One Redis failure that the service answered with 503."""
     if _enabled:
         _child(REDIS_ERRORS, type(error).__name__).inc()
+
+
+def count_audit_event(event: str, reason: str | None) -> None:
+    """One audit event (app.audit), by its name and reason (a fixed code, never a user's words)."""
+    if _enabled:
+        _child(AUDIT_EVENTS, event, reason or NO_REASON).inc()
 
 
 def count_dpop_refusal(reason: str) -> None:

@@ -1,10 +1,12 @@
-"""Fixtures shared by every suite: the stub issuer and an app on fakeredis for fast tests."""
+"""Fixtures shared by every suite: the stub issuer, an app on fakeredis for fast tests, and the scan of
+every log and audit line of the run for the secrets the tests used."""
 
 import fakeredis
 import pytest
 
 from app import create_app
 from config import Config
+from tests.helpers.log_capture import APP_LOGGERS, LineCapture, leaked, seen_secrets
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -13,6 +15,28 @@ pytest_plugins = ["tests.report"]
 
 def pytest_addoption(parser):
     parser.addoption("--redis-cluster", action="store_true", help="run against a real three-master Redis Cluster")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_secret_in_any_log_line_of_the_run(tmp_path_factory):
+    """Every line the app's loggers write in process, and every line an app under gunicorn wrote to its
+    log file, is searched at the end of the run for every token, code, verifier and cookie value the
+    tests noted (tests.helpers.log_capture.remember_secrets): the run fails on any."""
+    capture = LineCapture().attach(*APP_LOGGERS)
+    yield
+    capture.detach(*APP_LOGGERS)
+    served = [path.read_text(errors="replace") for path in tmp_path_factory.getbasetemp().rglob("app-*.log")]
+    lines = capture.lines + [line for text in served for line in text.splitlines()]
+    leaks = leaked(lines, seen_secrets)
+    assert leaks == [], f"{len(leaks)} log lines hold a secret a test used (of {len(seen_secrets)} secrets)"
+
+
+@pytest.fixture
+def audit_lines():
+    """The log and audit lines the app writes during the test, as it writes them."""
+    capture = LineCapture().attach(*APP_LOGGERS)
+    yield capture
+    capture.detach(*APP_LOGGERS)
 
 
 @pytest.fixture(scope="session")

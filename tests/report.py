@@ -71,6 +71,11 @@ SECTIONS = [
     ("tests/unit/auth/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
+    ("tests/integration/test_audit", "Audit events and request ids",
+     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, a refused refresh, "
+     "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
+    ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
+    ("tests/unit/test_audit", "Audit events and request ids", ""),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name

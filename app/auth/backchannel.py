@@ -3,6 +3,7 @@ sessions of that provider session (`sid`) or, without one, of that user (`sub`).
 
 import time
 
+from ..audit import audit
 from ..errors import BadLogoutToken
 from ..store.session_index import SessionIndex
 from ..tokens.provider import Provider
@@ -33,11 +34,18 @@ class BackchannelLogout:
         if not self._index.first_use_of_logout_token(claims["jti"], MAX_AGE + self._leeway):
             raise BadLogoutToken("this logout token was already used")
         try:
-            self._browser_sessions.end_for_logout_token(claims)
+            ended = self._browser_sessions.end_for_logout_token(claims)
         except Exception:
             # Sessions may still be alive: the provider's retry of this same token must be accepted.
             self._index.forget_logout_token(claims["jti"])
             raise
+        audit(
+            "session.ended",
+            reason="backchannel",
+            sub=claims.get("sub"),
+            provider_session=claims.get("sid"),
+            ended=ended,
+        )
 
 
 def logout_token_claims(provider: Provider, token, *, client_id: str, leeway: int) -> dict:

@@ -5,6 +5,7 @@ import logging
 import time
 from datetime import UTC, datetime
 
+from ..audit import audit
 from ..errors import NotFound
 from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
@@ -73,6 +74,7 @@ class BrowserSessions:
             self._index.forget(sub=current["sub"], session_ids=[session_id])
             raise NotFound("no such session of yours")
         self._index.forget(sub=current["sub"], session_ids=[session_id])
+        _ended("user", current, [session_id])
 
     def end_others(self, sid: str) -> None:
         """End every session of the user of session `sid` but that one, revoking their refresh tokens."""
@@ -81,19 +83,29 @@ class BrowserSessions:
         for entry in others.values():
             self._end_ref(entry["ref"])
         self._index.forget(sub=current["sub"], session_ids=list(others))
+        _ended("user", current, list(others))
 
-    def end_for_logout_token(self, claims: dict) -> int:
+    def end_for_logout_token(self, claims: dict) -> list[str]:
         """End the sessions a valid logout token names: those of its `sid`, else every one of its
-        `sub`; return how many were live. The provider already ended its side, so nothing is revoked.
-        The index goes last, so a retry after a failure still finds every session."""
+        `sub`; return the ids of those that were live. The provider already ended its side, so nothing
+        is revoked. The index goes last, so a retry after a failure still finds every session."""
         if claims.get("sid"):
             refs = self._index.refs_of_provider_session(claims["sid"])
-            ended = sum(self._token_sets.delete(ref) for ref in refs)
+            ids = [stored.get("id") for stored in (self._token_sets.load(ref)[0] or {} for ref in refs)]
+            ended = [session_id for session_id, ref in zip(ids, refs, strict=True) if self._token_sets.delete(ref)]
             self._index.forget_provider_session(claims["sid"])
         else:
             entries = self._index.of_subject(claims["sub"])
-            ended = sum(self._token_sets.delete(entry["ref"]) for entry in entries.values())
+            ended = [session_id for session_id, entry in entries.items() if self._token_sets.delete(entry["ref"])]
             self._index.forget(sub=claims["sub"], session_ids=list(entries))
+        return [session_id for session_id in ended if isinstance(session_id, str)]
+
+    def end_all(self, sub: str) -> list[str]:
+        """End every session of the user `sub` and revoke their refresh tokens (an operator's sign-out);
+        return the ids of those that were live."""
+        entries = self._index.of_subject(sub)
+        ended = [session_id for session_id, entry in entries.items() if self._end_ref(entry["ref"])]
+        self._index.forget(sub=sub, session_ids=list(entries))
         return ended
 
     def _end_ref(self, ref: str) -> bool:
@@ -102,3 +114,10 @@ class BrowserSessions:
         if refresh_token:
             self._login_client.revoke(refresh_token)
         return bool(ended)
+
+
+def _ended(by: str, current: dict, session_ids: list[str]) -> None:
+    """The one audit event of a user ending sessions from session `current`."""
+    audit(
+        "session.ended", reason=by, sub=current["sub"], user=current["user"], session=current["id"], ended=session_ids
+    )

@@ -14,11 +14,13 @@ from urllib.parse import urlsplit
 
 from flask import current_app, request, session
 
+from ..audit import audit
 from ..errors import LoginFailed, TooManySignIns, Unauthorized
 from ..store.logins import PendingLogins, TooManyPendingLogins
 from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
 from .oidc import LoginClient
+from .session_records import audit_fields
 from .session_tokens import SessionTokens
 from .user_agents import user_agent_label
 
@@ -101,18 +103,25 @@ class SignIn:
         ours = pending is not None and bool(binding) and hmac.compare_digest(_short_digest(binding), pending.binding)
         if "error" in args and not ours:
             # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
-            raise LoginFailed("the sign-in did not complete; please sign in again")
+            raise LoginFailed("the sign-in did not complete; please sign in again", reason="unsolicited_error")
         if pending is None:
-            raise LoginFailed("this sign-in is unknown, already used or expired; please sign in again")
+            raise LoginFailed(
+                "this sign-in is unknown, already used or expired; please sign in again", reason="unknown_state"
+            )
         if not ours:
-            raise LoginFailed("this sign-in was started in another browser; please sign in again")
+            raise LoginFailed(
+                "this sign-in was started in another browser; please sign in again", reason="other_browser"
+            )
         self._check_response_issuer(args.get("iss"))
         if "error" in args:
             error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
             description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
-            raise LoginFailed(f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "))
+            raise LoginFailed(
+                f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "),
+                reason="provider_refused",
+            )
         if not args.get("code"):
-            raise LoginFailed("the sign-in response has no code")
+            raise LoginFailed("the sign-in response has no code", reason="no_code")
         response = self._client.exchange(code=args["code"], verifier=pending.verifier, redirect_uri=self._redirect_uri)
         self._establish_session(response, nonce=_nonce_of(pending.verifier))
         return pending.return_to
@@ -122,14 +131,14 @@ class SignIn:
         provider = self._client.provider
         promised = provider.metadata().get("authorization_response_iss_parameter_supported") is True
         if iss is None and promised:
-            raise LoginFailed("the sign-in response has no iss, which the identity provider promises")
+            raise LoginFailed("the sign-in response has no iss, which the identity provider promises", reason="no_iss")
         if iss is not None and iss != provider.issuer:
-            raise LoginFailed("the sign-in response came from another issuer")
+            raise LoginFailed("the sign-in response came from another issuer", reason="wrong_issuer")
 
     def exchange(self, *, code: str, code_verifier: str, redirect_uri: str, nonce: str | None) -> None:
         """Sign in with a code obtained by a same-origin page that ran the authorization request itself."""
         if redirect_uri not in self._exchange_redirect_uris:
-            raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request")
+            raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request", reason="bad_request")
         response = self._client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
         self._establish_session(response, nonce=nonce)
 
@@ -139,21 +148,27 @@ class SignIn:
         granted = set(str(response.get("scope", "")).split())
         missing = sorted(self._required_scopes - granted)
         if missing:
-            raise LoginFailed(f"the identity provider did not grant {' '.join(missing)}, which this app needs", 403)
+            raise LoginFailed(
+                f"the identity provider did not grant {' '.join(missing)}, which this app needs",
+                403,
+                reason="scope_not_granted",
+            )
         identity = signed_in_identity(claims, self._client.profile)
         if not identity.subject:
-            raise LoginFailed("the ID token names no subject this app can link", 502)
+            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject")
         try:
             profile = self._profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
         except SubjectClash as clash:
             log.warning("refused subject link at sign-in: %s", clash.log_line())
-            raise LoginFailed(clash.message, 403) from None
+            raise LoginFailed(clash.message, 403, reason="subject_clash") from None
         except UnusableUsername as error:
-            raise LoginFailed(str(error), 403) from None
+            raise LoginFailed(str(error), 403, reason="unusable_username") from None
         except NoProfile:
-            raise LoginFailed("this account has no username to make a profile from", 403) from None
+            raise LoginFailed(
+                "this account has no username to make a profile from", 403, reason="no_username"
+            ) from None
         if profile.disabled:
-            raise LoginFailed("this account is disabled", 403)
+            raise LoginFailed("this account is disabled", 403, reason="account_disabled")
         self._end_current_session()
         current_app.session_interface.regenerate(session)
         session.clear()
@@ -166,6 +181,7 @@ class SignIn:
             user_agent=user_agent_label(request.headers.get("User-Agent")),
         )
         session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
+        audit("signin.succeeded", **audit_fields(record))
 
     def session_info(self) -> dict:
         """Who is signed in, with which scopes, and until when; never a token."""
@@ -186,6 +202,7 @@ class SignIn:
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""
         record = self._end_current_session()
+        audit("signout", **audit_fields(record))
         session.clear()
         if record and record.get("refresh_token"):
             self._client.revoke(record["refresh_token"])

@@ -19,7 +19,7 @@ from ..tokens.signatures import BadToken, audiences_of, is_number, signed_claims
 
 log = logging.getLogger(__name__)
 
-
+EXCHANGE_REFUSED = "the sign-in could not be completed; please sign in again"
 # RFC 8707: a resource indicator goes on the token request as well as on the authorization request.
 TOKEN_REQUEST_PARAMS = ("resource",)
 REFUSALS = (400, 401)
@@ -60,7 +60,7 @@ def _malformed_exchange(response):
     """Authlib hook on the code exchange response: a 2xx without usable tokens fails the sign-in."""
     problem = _body_problem(response) if 200 <= response.status_code < 300 else None
     if problem:
-        raise LoginFailed(f"the identity provider sent {problem}", status=502)
+        raise LoginFailed(f"the identity provider sent {problem}", status=502, reason="bad_token_response")
     return response
 
 
@@ -145,7 +145,7 @@ class LoginClient:
                 )
         except OAuthError as error:
             log.info("code exchange refused: %s", error.error)
-            raise LoginFailed("the sign-in could not be completed; please sign in again") from None
+            raise LoginFailed(EXCHANGE_REFUSED, reason="code_refused") from None
         except (requests.RequestException, ValueError) as error:
             raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
 
@@ -204,14 +204,14 @@ class LoginClient:
     def verify_id_token(self, id_token, *, nonce: str | None) -> dict:
         """The claims of a valid ID token for this client (and `nonce`, when one was sent)."""
         if not isinstance(id_token, str):
-            raise LoginFailed("the identity provider sent no ID token", status=502)
+            raise LoginFailed("the identity provider sent no ID token", status=502, reason="no_id_token")
         try:
             _, claims = signed_claims(self.provider, id_token)
         except BadToken as error:
-            raise LoginFailed(f"the ID token was refused: {error}", status=502) from None
+            raise LoginFailed(f"the ID token was refused: {error}", status=502, reason="id_token_refused") from None
         problem = self._id_token_problem(claims, nonce)
         if problem:
-            raise LoginFailed(f"the ID token was refused: {problem}", status=502)
+            raise LoginFailed(f"the ID token was refused: {problem}", status=502, reason="id_token_refused")
         return claims
 
     def _id_token_problem(self, claims: dict, nonce: str | None) -> str | None:

@@ -10,10 +10,11 @@ import logging
 import secrets
 import time
 
+from ..audit import audit
 from ..errors import LoginFailed, ProviderUnavailable, SessionEnded, Unavailable
 from ..store.tokensets import TokenSets
 from .oidc import LoginClient, RefreshRejected
-from .session_records import SessionRecords, needs_refresh, still_valid, with_response
+from .session_records import SessionRecords, audit_fields, needs_refresh, still_valid, with_response
 
 WAIT_STEP = 0.05
 
@@ -97,7 +98,9 @@ class Refresher:
         except RefreshRejected:
             # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
             if self._token_sets.end_if_version(ref, latest["v"]):
+                _refused(latest, ended=True, cause="refresh_token_refused")
                 raise SessionEnded() from None
+            _refused(latest, ended=False, cause="superseded")
             return self._stored_after_race(sid, ref)
         except ProviderUnavailable:
             if still_valid(latest):
@@ -105,6 +108,7 @@ class Refresher:
             raise
         if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
             self._token_sets.end_if_version(ref, latest["v"])
+            _refused(latest, ended=True, cause="id_token_refused")
             raise SessionEnded()
         updated = with_response(latest, response, time.time())
         if not self._token_sets.replace(ref, latest["v"], self._records.sealed(sid, updated)):
@@ -128,3 +132,11 @@ class Refresher:
         if newer is None:
             raise SessionEnded()
         return newer
+
+
+def _refused(record: dict, *, ended: bool, cause: str) -> None:
+    """The one audit event of a refused refresh: the session ended, or (superseded) a newer refresh won."""
+    if ended:
+        audit("session.ended", reason="refresh_refused", cause=cause, ended=[record["id"]], **audit_fields(record))
+    else:
+        audit("refresh.refused", reason=cause, **audit_fields(record))

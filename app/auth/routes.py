@@ -45,11 +45,15 @@ def exchange():
     try:
         body = request.get_json(silent=True)
     except RecursionError:  # the JSON parser gives up on deep nesting with this, not a ValueError
-        raise LoginFailed("invalid exchange request: JSON nested too deeply", code="invalid_request") from None
+        raise LoginFailed(
+            "invalid exchange request: JSON nested too deeply", code="invalid_request", reason="bad_request"
+        ) from None
     try:
         fields = ExchangeRequestSchema().load(body if isinstance(body, dict) else {})
     except ValidationError as error:
-        raise LoginFailed(f"invalid exchange request: {sorted(error.messages)}", code="invalid_request") from None
+        raise LoginFailed(
+            f"invalid exchange request: {sorted(error.messages)}", code="invalid_request", reason="bad_request"
+        ) from None
     services().sign_in.exchange(**fields)
     return services().sign_in.session_info()
 

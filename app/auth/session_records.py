@@ -103,3 +103,8 @@ def needs_refresh(record: dict) -> bool:
 def still_valid(record: dict) -> bool:
     """Whether the record's access token is good for at least another second."""
     return record["expires_at"] > time.time() + 1
+
+
+def audit_fields(record: dict | None) -> dict:
+    """Who a session's audit event names: its user, subject and public id (never the cookie or a token)."""
+    return {"sub": record["sub"], "user": record["user"], "session": record["id"]} if record else {}

@@ -77,7 +77,8 @@ class BffSessionInterface(RedisSessionInterface):
         return super().open_session(app, request)
 
     def save_session(self, app: Flask, session, response) -> None:
-        if not session.sid:  # an unloaded session (not an /auth route) has nothing to save
+        # An unloaded session (not an /auth route) has nothing to save; none at all when opening it failed.
+        if session is None or not session.sid:
             return
         if not session and session.modified:
             # Flask-Session deletes the cookie without `Secure`, which browsers ignore for a

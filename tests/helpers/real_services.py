@@ -23,6 +23,7 @@ from dev.services import (
     start_redis,
     start_redis_cluster,
 )
+from tests.helpers.log_capture import remember_secrets
 from tests.helpers.settings import app_env
 
 DEMO_USERS = ROOT / "dev" / "demo-users.json"
@@ -43,7 +44,9 @@ class Idp:
 
     def user_tokens(self, username: str, client_id: str = "profile-poke-web", **kwargs) -> dict:
         """A fresh token response for `username`, through the real code + PKCE flow."""
-        return oidc_driver.user_tokens(self.issuer, client_id, self.redirect_uri(), username, PASSWORD, **kwargs)
+        response = oidc_driver.user_tokens(self.issuer, client_id, self.redirect_uri(), username, PASSWORD, **kwargs)
+        remember_secrets(*(response.get(name) for name in ("access_token", "refresh_token", "id_token")))
+        return response
 
     def user_token(self, username: str) -> str:
         """An access token for `username`, reused across tests while it has a minute left."""
@@ -55,7 +58,9 @@ class Idp:
         return cached[0]
 
     def app_token(self, client_id: str = "profile-poke-service", scope: str | None = None) -> str:
-        return oidc_driver.app_token(self.issuer, client_id, self.secret, scope)["access_token"]
+        token = oidc_driver.app_token(self.issuer, client_id, self.secret, scope)["access_token"]
+        remember_secrets(token)
+        return token
 
     def stats(self) -> dict:
         return oidc_driver.stats(self.base)

@@ -1,14 +1,16 @@
 """Signing in through the real provider, and reading what a session stored in Redis (its tokens
 unsealed with the cookie, as the app does)."""
 
+import json
 import time
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 
 from app.auth.sessions import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
+from tests.helpers.log_capture import remember_secrets
 from tests.helpers.real_services import PASSWORD
 from tests.helpers.sealed import opened_token_set
 from tests.helpers.settings import SESSION_COOKIE
@@ -23,9 +25,16 @@ def sign_in(base_url: str, username: str, *, return_to: str = "/") -> requests.S
     assert start.status_code == 302
     callback = oidc_driver.login_at_idp(http, start.headers["Location"], username, PASSWORD)
     assert urlsplit(callback).path == "/auth/callback"
+    remember_secrets(*_code_and_state(callback))
     done = http.get(callback, allow_redirects=False, timeout=10)
     assert done.status_code == 302, done.text
+    remember_secrets(*http.cookies.get_dict().values())
     return http
+
+
+def _code_and_state(callback_url: str) -> list[str]:
+    query = parse_qs(urlsplit(callback_url).query)
+    return [*query.get("code", []), *query.get("state", [])]
 
 
 def start_login(client, return_to: str | None = None) -> str:
@@ -45,9 +54,18 @@ def signed_in_client(app, username: str, http: requests.Session | None = None):
     client = app.test_client()
     authorize = start_login(client)
     callback = oidc_driver.login_at_idp(http or requests.Session(), authorize, username, PASSWORD)
+    remember_secrets(*_code_and_state(callback), _pending_verifier(app, callback))
     response = client.get(callback_path(callback))
     assert response.status_code == 302, response.get_data(as_text=True)
+    remember_secrets(cookie_value(client, app.config["SESSION_COOKIE_NAME"]))
     return client
+
+
+def _pending_verifier(app, callback_url: str) -> str | None:
+    """The PKCE verifier of the pending sign-in the callback will complete (read before it is taken)."""
+    state = parse_qs(urlsplit(callback_url).query).get("state", [""])[0]
+    raw = app.extensions["profile_poke"].store.redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).pending_login(state))
+    return json.loads(raw)["verifier"] if raw else None
 
 
 def cookie_value(client, name: str = SESSION_COOKIE) -> str | None:
@@ -60,7 +78,7 @@ def stored_session_tokens(app, client) -> dict | None:
     cookie = cookie_value(client, app.config["SESSION_COOKIE_NAME"])
     redis = app.extensions["profile_poke"].store.redis
     raw = redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).token_set(session_ref(app.config["SECRET_KEY"], cookie)))
-    return opened_token_set(raw, app.config["SECRET_KEY"], cookie)
+    return _remembered(opened_token_set(raw, app.config["SECRET_KEY"], cookie))
 
 
 def token_key(env: dict, cookie: str) -> str:
@@ -71,7 +89,13 @@ def token_key(env: dict, cookie: str) -> str:
 def stored_tokens(redis, env: dict, http: requests.Session) -> dict | None:
     """The token set stored for the live session `http` holds, or None."""
     cookie = http.cookies[SESSION_COOKIE]
-    return opened_token_set(redis.get(token_key(env, cookie)), env["SECRET_KEY"], cookie)
+    return _remembered(opened_token_set(redis.get(token_key(env, cookie)), env["SECRET_KEY"], cookie))
+
+
+def _remembered(record: dict | None) -> dict | None:
+    if record:
+        remember_secrets(*(record.get(name) for name in ("access_token", "refresh_token", "id_token")))
+    return record
 
 
 def wait_until_refresh_is_due(record: dict) -> None:

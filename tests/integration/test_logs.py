@@ -1,5 +1,6 @@
 """The logs never carry a secret: sign-in, refresh, API calls and sign-out under gunicorn with
-DEBUG logging, then every log line is searched for every token, code, verifier and cookie value."""
+DEBUG logging, then every log and audit line is searched for every token, code, verifier and cookie value.
+(tests/conftest.py searches every line of the whole run the same way.)"""
 
 import json
 import time
@@ -55,6 +56,10 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
     assert {"/auth/login", "/auth/callback", "/api/v1/me/profile", "/auth/logout"} <= {
         r["path"] for r in requests_logged
     }
+    audited = [
+        json.loads(line)["event"] for line in lines if line.startswith('{"level"') and '"logger": "audit"' in line
+    ]
+    assert audited == ["signin.succeeded", "signout"]  # the audit lines are among those searched
     assert len(secrets_seen) >= 12 and all(len(secret) >= 16 for secret in secrets_seen)
     leaks = [line for line in lines for secret in secrets_seen if secret in line]
     assert leaks == []

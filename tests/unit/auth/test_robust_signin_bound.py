@@ -5,6 +5,7 @@ import pytest
 
 from app import create_app
 from config import Config, ConfigError
+from tests.helpers.log_capture import LineCapture
 from tests.helpers.pages import error_page_message
 from tests.helpers.settings import app_env
 
@@ -29,3 +30,15 @@ def test_a_sign_in_beyond_the_bound_gets_the_503_page_with_retry_after(app, fake
 def test_the_bound_on_sign_ins_in_progress_is_at_least_one():
     with pytest.raises(ConfigError, match="MAX_PENDING_SIGNINS must be at least 1"):
         Config(app_env("https://issuer.example", MAX_PENDING_SIGNINS="0"))
+
+
+def test_a_sign_in_beyond_the_bound_is_one_rate_limit_audit_event(app):
+    app.test_client().get("/auth/login")
+    app.test_client().get("/auth/login")
+    capture = LineCapture().attach("audit")
+    try:
+        assert app.test_client().get("/auth/login", environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 503
+    finally:
+        capture.detach("audit")
+    [event] = capture.events()
+    assert (event["event"], event["reason"], event["remote"]) == ("ratelimit.hit", "signins_total", "203.0.113.9")
