@@ -15,7 +15,13 @@ MAX_LINES = 250
 # Only the views (and the factory that builds what they use) reach the app's services.
 MAY_IMPORT_EXTENSIONS = {"app", "app.api.routes", "app.auth.routes", "app.health", "app.cli"}
 # The bottom of the stack: imported by everything, so they import nothing of the app's.
-BOTTOM = {"app.metrics": set(), "app.errors": set(), "app.prefixes": set()}
+BOTTOM = {
+    "app.metrics": set(),
+    "app.errors": set(),
+    "app.prefixes": set(),
+    "app.tracing": {"app.trace_privacy"},
+    "app.trace_privacy": set(),
+}
 
 
 def module_name(path: Path) -> str:
