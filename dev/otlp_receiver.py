@@ -2,7 +2,8 @@
 from the opentelemetry-proto package) and keeps the spans, or prints them as trees.
 
 Used by the tracing tests, by `make bench` (tracing on), and by `make traces`:
-`python -m dev.otlp_receiver [--port 4318]` prints each trace as it arrives. Dev and tests only.
+`python -m dev.otlp_receiver [--port 4318]` prints each trace as it arrives (a batch at a time: the
+spans of one request that two batches carry print as two trees). Dev and tests only.
 """
 
 import argparse
@@ -165,7 +166,8 @@ def tree_lines(spans: list[Span]) -> list[str]:
     def walk(parent_id, depth):
         for span in sorted(children[parent_id], key=lambda s: s.start_ns):
             status = span.attributes.get("http.response.status_code") or span.attributes.get("http.status_code")
-            detail = f" -> {status}" if status else ""
+            url = span.attributes.get("url.full") or span.attributes.get("http.url") if span.kind == "client" else None
+            detail = (f" {url}" if url else "") + (f" -> {status}" if status else "")
             pid = span.resource.get("process.pid")
             lines.append(f"{'  ' * depth}{span.name}{detail}  {span.duration_ms:.1f} ms  [{span.kind}, pid {pid}]")
             walk(span.span_id, depth + 1)
@@ -174,13 +176,24 @@ def tree_lines(spans: list[Span]) -> list[str]:
     return lines
 
 
-def print_traces(spans: list[Span]) -> None:
-    """Each trace of a batch, as a tree under its trace id."""
-    traces = defaultdict(list)
-    for span in spans:
-        traces[span.trace_id].append(span)
-    for trace_id, members in traces.items():
-        print(f"trace {trace_id}", *(f"  {line}" for line in tree_lines(members)), sep="\n", flush=True)
+class TracePrinter:
+    """Prints each trace as a tree under its trace id on `file` (stdout by default), once its top span
+    (a server span, or one without a parent) has arrived: a worker exports a request's Redis and
+    provider spans before the server span that ends after them, sometimes in an earlier batch."""
+
+    def __init__(self, file=None):
+        self._file = file
+        self._pending = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def __call__(self, spans: list[Span]) -> None:
+        with self._lock:
+            for span in spans:
+                self._pending[span.trace_id].append(span)
+            done = {span.trace_id for span in spans if span.kind == "server" or span.parent_id is None}
+            for trace_id in done:
+                lines = tree_lines(self._pending.pop(trace_id))
+                print(f"trace {trace_id}", *(f"  {line}" for line in lines), sep="\n", file=self._file, flush=True)
 
 
 def main() -> None:
@@ -188,7 +201,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=4318, help="port to listen on (OTLP/HTTP's own, by default)")
     parser.add_argument("--quiet", action="store_true", help="accept and drop, printing nothing (for make bench)")
     options = parser.parse_args()
-    receiver = Receiver(options.port, on_spans=None if options.quiet else print_traces, keep=False)
+    receiver = Receiver(options.port, on_spans=None if options.quiet else TracePrinter(), keep=False)
     print(f"OTLP/HTTP receiver on {receiver.url}{TRACES_PATH} (OTEL_EXPORTER_OTLP_ENDPOINT={receiver.url})", flush=True)
     try:
         receiver._server.serve_forever()
