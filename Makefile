@@ -6,10 +6,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 IDP := dev/idp
 
-.PHONY: dev test lint format unit token app-token bench sizing mutation security-report system system-test clean
+.PHONY: dev traces test lint format unit token app-token bench sizing mutation security-report system system-test clean
 
+# `make dev TRACES=1` also traces the app to a local receiver that writes each request as a tree of
+# spans to .dev/traces.txt; `make traces` is that receiver alone on OTLP/HTTP's port 4318, printing.
 dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
-	$(BIN)/python -m dev.run
+	TRACES=$(TRACES) $(BIN)/python -m dev.run
+
+traces: $(VENV)/.installed
+	$(BIN)/python -m dev.otlp_receiver
 
 # Every suite once (writing the security report under .reports/), then the integration suite again
 # on a real three-master Redis Cluster; last, the committed docs/security-report.md must match the

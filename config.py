@@ -62,6 +62,16 @@ def _endpoint_url(value: str, name: str) -> str | None:
     return value
 
 
+def _traces_url(env: Mapping[str, str]) -> str | None:
+    """Where the standard OTEL_* variables send traces over OTLP/HTTP; None when they ask for none."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or env.get("OTEL_TRACES_EXPORTER") == "none":
+        return None
+    if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/")
+    return f"{base}/v1/traces" if base else None
+
+
 def _base_url(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/"
@@ -167,6 +177,8 @@ class Config:
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")
         self.LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
         self.METRICS_TOKEN = env.get("METRICS_TOKEN") or None
+        # The SDK reads its other OTEL_* variables itself; without an endpoint nothing is set up at all.
+        self.OTEL_TRACES_URL = _traces_url(env)
 
     def _required(self, name: str) -> str:
         value = self._env.get(name, "").strip()

@@ -73,3 +73,11 @@ def post_worker_init(worker):
     from app.health import check_endpoints_in_background
 
     check_endpoints_in_background(worker.wsgi)
+
+
+def worker_exit(server, worker):
+    """Send this worker's last spans before it goes (nothing to do with tracing off). Tracing itself is
+    set up by create_app, which runs in each worker after the fork: the exporter thread is the worker's."""
+    from app.tracing import stop_exporting
+
+    stop_exporting()

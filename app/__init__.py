@@ -27,6 +27,7 @@ from .store import Store
 from .store.token_checks import TokenChecks
 from .tokens import AccessTokens, IntrospectedTokens, Provider, provider_profile
 from .tokens.dpop import DpopNonces, DpopProofs
+from .tracing import init_tracing
 from .web import bp as web_bp
 
 
@@ -42,6 +43,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_security_headers(app)
     configure_logging(app)
     init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
+    init_tracing(app, config.OTEL_TRACES_URL)
     configure_proxy(app, config)
     return app
 

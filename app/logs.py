@@ -15,6 +15,8 @@ import time
 
 from flask import Flask, g, request
 
+from .tracing import current_trace_id
+
 REQUEST_ID = "X-Request-ID"
 # What Heroku's router and common proxies send (UUIDs, base64): kept; anything else is replaced.
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9+/=_.-]{1,200}", re.ASCII)
@@ -34,7 +36,11 @@ def request_fields() -> dict:
     """What every log line and audit event written during a request carries about it; {} outside one."""
     if not request:
         return {}
-    return {"request_id": request_id(), "remote": request.remote_addr}
+    fields = {"request_id": request_id(), "remote": request.remote_addr}
+    trace_id = current_trace_id()  # None at once when tracing is off
+    if trace_id:
+        fields["trace_id"] = trace_id
+    return fields
 
 
 class JsonFormatter(logging.Formatter):

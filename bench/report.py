@@ -1,5 +1,7 @@
 """The Markdown of `make bench`: the best ceiling, the routes under the shipped config, the targets."""
 
+from .tracing_cost import tracing_lines
+
 TARGETS = {"public_profile": 0.75, "own_profile_bearer": 0.70, "own_profile_cookie": 0.60, "poke": 0.60}
 P99_OVER_P50 = 2.5
 METRICS_OVERHEAD_MAX = 0.03
@@ -103,6 +105,8 @@ def markdown(results: dict, splits: dict, machine: str) -> str:
             f"CPU per request ({dpop['cpu_us'] - bearer['cpu_us']:+.0f} µs: one proof verified and one Redis "
             "`SET NX EX` of its jti).",
         ]
+    if "tracing" in results:
+        lines += tracing_lines(results["tracing"])
     if "large" in results:
         large = results["large"]
         lines += [

@@ -1,6 +1,7 @@
 """`make bench`: first the best ceiling of the run (a bare Flask route, bench/ceiling.py, under every
 candidate gunicorn config), then every API route under the shipped config (gunicorn.conf.py) as a
-ratio to that best ceiling and to the same-config ceiling, the cost of metrics on the poke route,
+ratio to that best ceiling and to the same-config ceiling, the cost of metrics on the poke route and of
+tracing on every route (bench/tracing_cost.py),
 and with BENCH_DATA=large the routes again over a million profiles and ten million live cooldowns.
 A route that misses a target gets a py-spy profile. Writes bench/results/latest.json and latest.md."""
 
@@ -42,6 +43,7 @@ from .servers import (
     summary,
     wrk,
 )
+from .tracing_cost import POKE_WINDOWS, tracing_cost
 
 RESULTS = ROOT / "bench" / "results"
 LARGE = os.environ.get("BENCH_DATA", "") == "large"
@@ -136,6 +138,7 @@ class Bench:
         if os.environ.get("BENCH_CONFIG"):
             self.shipped = os.environ["BENCH_CONFIG"]
             options = CANDIDATES[self.shipped]
+        self.options = options
         # Production runs with metrics on; the plain app is the same minus METRICS_TOKEN.
         metered = {**self.env, "METRICS_TOKEN": secrets.token_urlsafe(32)}
         self.app = start_server(started, "app", "wsgi:app", app_port, "api/v1/openapi.json", metered, options)
@@ -214,7 +217,7 @@ def run(started: list) -> None:
     ceilings = best_ceiling(started)
     best_name = max(ceilings, key=lambda name: ceilings[name]["rps"])
     best = ceilings[best_name]
-    bench.seed(best["rps"], 4 + 2 * OVERHEAD_ROUNDS + (1 if LARGE else 0))
+    bench.seed(best["rps"], 4 + 2 * OVERHEAD_ROUNDS + POKE_WINDOWS + (1 if LARGE else 0))
     for name in bench.routes:
         bench.route(name, WARMUP_SECONDS, label=f"{name} warm-up")
     bench.route("poke", WARMUP_SECONDS, bench.plain, bench.plain_url, "poke without metrics warm-up")
@@ -231,6 +234,7 @@ def run(started: list) -> None:
                 label = f"poke without metrics {round_number}"
                 without_metrics.append(bench.route("poke", OVERHEAD_SECONDS, bench.plain, bench.plain_url, label))
     idp_requests = idp_total(oidc_driver.stats(bench.idp_base))
+    tracing = tracing_cost(bench, started, bench.options)
 
     results = {
         "shipped_config": bench.shipped,
@@ -240,6 +244,7 @@ def run(started: list) -> None:
         "routes": {name: summary(figures, best["rps"], same["rps"]) for name, figures in measured.items()},
         "idp_requests": idp_requests,
         "metrics_overhead": metrics_cost(with_metrics, without_metrics, metrics_code_us()),
+        "tracing": tracing,
     }
     missed = [
         name

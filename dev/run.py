@@ -7,10 +7,13 @@ import subprocess
 import sys
 import time
 
+from dev.otlp_receiver import Receiver, TracePrinter
 from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_gunicorn, start_idp, start_redis, supervised
 
 STATE = ROOT / ".dev"
 ENV_FILE = STATE / "dev.env"
+TRACES_FILE = STATE / "traces.txt"
+TRACES_HINT = f"tail -f {TRACES_FILE.relative_to(ROOT)}   (each request as a tree of spans)"
 APP_PORT = int(os.environ.get("APP_PORT", "8000"))
 IDP_PORT = int(os.environ.get("IDP_PORT", "9000"))
 
@@ -28,6 +31,15 @@ def _secrets() -> dict:
 def _write_env(env: dict) -> None:
     ENV_FILE.write_text("".join(f"{name}={value}\n" for name, value in env.items()))
     ENV_FILE.chmod(0o600)
+
+
+def _tracing_env() -> dict:
+    """Starts a local OTLP/HTTP receiver writing each trace as a tree to .dev/traces.txt (no trace
+    viewer or collector is installable here); returns the variables that send the app's spans to it."""
+    STATE.mkdir(exist_ok=True)
+    out = TRACES_FILE.open("w", buffering=1)
+    receiver = Receiver(on_spans=TracePrinter(out), keep=False).start()
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "profile-poke-dev"}
 
 
 def main() -> int:
@@ -78,7 +90,9 @@ def _run(started: list) -> int:
         cwd=ROOT,
         check=True,
     )
-    app = start_gunicorn(APP_PORT, env=env, workers=2)
+    # Only the app's workers trace, not the import above.
+    traces = _tracing_env() if os.environ.get("TRACES") else {}
+    app = start_gunicorn(APP_PORT, env={**env, **traces}, workers=2)
     started.append(app)
     print(
         f"""
@@ -89,6 +103,7 @@ Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis:
   User token      make token USER=alice      (code + PKCE flow, driven headlessly)
   DPoP token      make token USER=alice DPOP=ES256   (bound to .dev/dpop-ES256.json; see docs/dpop.md)
   App token       make app-token             (client credentials)
+  Traces          {TRACES_HINT if traces else "make dev TRACES=1"}
   Stop            Ctrl-C
 """,
         flush=True,

@@ -76,6 +76,11 @@ SECTIONS = [
      "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
     ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
     ("tests/unit/test_audit", "Audit events and request ids", ""),
+    ("tests/integration/test_tracing.py", "Traces (OpenTelemetry)",
+     "spans received by a real OTLP/HTTP receiver from two gunicorn workers: route names, parents, the incoming "
+     "traceparent continued and one sent to the provider, the trace id in log lines, no secret in any attribute; "
+     "off and free without an endpoint"),
+    ("tests/unit/test_tracing_setup.py", "Traces (OpenTelemetry)", ""),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name

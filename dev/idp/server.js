@@ -54,6 +54,8 @@
 //                              key (a provider that rotates key material under a stable kid)
 //   POST /__dev/delay          ms=N (query): hold every token-endpoint request N ms before answering
 //                              (0 turns it off); for tests of a hanging provider
+//   /__dev/stats also lists, under `traceparents`, the W3C traceparent header of each realm request
+//   that carried one ({path, traceparent}, the last 200), for the tracing tests; reset empties it
 //
 // On listening it prints `dev-idp ready issuer=<issuer>`; SIGTERM/SIGINT stop it with exit code 0.
 
@@ -770,6 +772,20 @@ const server = http.createServer((req, res) => {
     if (!res.headersSent) sendJson(res, err.status || 500, { error: err.status ? err.message : 'internal_error' });
     else res.destroy();
   });
+});
+
+// ---------------------------------------------------------------------------- traceparent record
+
+// Self-contained: a listener that runs before the main one and notes every incoming traceparent
+// header (never a query string) in the stats, which a reset replaces and so empties.
+const TRACEPARENTS_KEPT = 200;
+server.prependListener('request', (req) => {
+  const traceparent = req.headers.traceparent;
+  const path = (req.url || '').split('?')[0];
+  if (!traceparent || path.startsWith('/__dev/')) return;
+  stats.traceparents ??= [];
+  stats.traceparents.push({ path, traceparent: String(traceparent) });
+  if (stats.traceparents.length > TRACEPARENTS_KEPT) stats.traceparents.shift();
 });
 
 function shutdown(signal) {

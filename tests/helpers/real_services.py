@@ -13,6 +13,7 @@ import pytest
 
 from app.extensions import make_redis
 from dev import oidc_driver
+from dev.otlp_receiver import Receiver
 from dev.services import (
     ROOT,
     free_cluster_port,
@@ -164,6 +165,14 @@ def live_app(idp, redis_url, workdir):
     yield live
     server.stop()
     delete_prefix(redis_url, live.env["REDIS_KEY_PREFIX"])
+
+
+@pytest.fixture(scope="session")
+def otlp_receiver():
+    """A real OTLP/HTTP receiver decoding the protobuf the apps under test export (dev/otlp_receiver.py)."""
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
 
 
 @pytest.fixture

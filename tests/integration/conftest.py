@@ -12,6 +12,7 @@ from tests.helpers.real_services import (  # noqa: F401 - fixtures
     import_demo_users,
     integration_env,
     live_app,
+    otlp_receiver,
     redis,
     redis_url,
     start_own_idp,

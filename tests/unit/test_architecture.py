@@ -19,8 +19,10 @@ BOTTOM = {
     "app.metrics": set(),
     "app.errors": set(),
     "app.prefixes": set(),
-    "app.logs": set(),
+    "app.logs": {"app.tracing"},
     "app.audit": {"app.metrics"},
+    "app.tracing": {"app.trace_privacy"},
+    "app.trace_privacy": set(),
 }
 
 
