@@ -64,8 +64,11 @@ def signed_in_client(app, username: str, http: requests.Session | None = None):
 def _pending_verifier(app, callback_url: str) -> str | None:
     """The PKCE verifier of the pending sign-in the callback will complete (read before it is taken)."""
     state = parse_qs(urlsplit(callback_url).query).get("state", [""])[0]
-    raw = app.extensions["profile_poke"].store.redis.get(Keys(app.config["REDIS_KEY_PREFIX"]).pending_login(state))
-    return json.loads(raw)["verifier"] if raw else None
+    if not state:
+        return None
+    store = app.extensions["profile_poke"].store
+    raw = store.redis.get(store.logins.key(state))
+    return json.loads(raw)[0] if raw else None  # the record is [verifier, binding digest, return_to]
 
 
 def cookie_value(client, name: str = SESSION_COOKIE) -> str | None:
