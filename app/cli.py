@@ -103,9 +103,7 @@ def create_user(username: str, handle: str | None, display_name: str | None, sub
 @click.argument("username")
 def show_user(username: str):
     """Print a stored profile as JSON."""
-    profile = _profiles().get(normalize_username(username) or "")
-    if profile is None:
-        raise click.ClickException(f"no profile {username}")
+    profile = _stored_profile(username)
     audit("admin.users.show", user=profile.username, sub=profile.sub)
     click.echo(json.dumps(dataclasses.asdict(profile), indent=2, sort_keys=True))
 
@@ -136,9 +134,15 @@ def enable_user(username: str):
 @click.argument("username")
 def sign_out_user(username: str):
     """End every browser session of a profile's user and revoke their refresh tokens."""
-    profile = _profiles().get(normalize_username(username) or "")
-    if profile is None:
-        raise click.ClickException(f"no profile {username}")
+    profile = _stored_profile(username)
     ended = services().browser_sessions.end_all(profile.sub) if profile.sub else []
     audit("session.ended", reason="admin", user=profile.username, sub=profile.sub, ended=ended)
     click.echo(f"ended {len(ended)} sessions of {profile.username}")
+
+
+def _stored_profile(username: str):
+    """The stored profile of `username`; a ClickException (exit 1) naming it when there is none."""
+    profile = _profiles().get(normalize_username(username) or "")
+    if profile is None:
+        raise click.ClickException(f"no profile {username}")
+    return profile

@@ -1,5 +1,7 @@
 """Apps for the fast tests: a configured app over a given (fake) Redis."""
 
+import fakeredis
+
 from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
@@ -13,3 +15,14 @@ def app_with_alice(issuer: str, redis, **env):
     with app.app_context():
         services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
     return app
+
+
+def introspecting_app(issuer: str, **env):
+    """app_with_alice validating access tokens by RFC 7662 introspection at `issuer`, on a fresh fake Redis."""
+    settings = {
+        "ACCESS_TOKEN_VALIDATION": "introspection",
+        "INTROSPECTION_CLIENT_ID": "api",
+        "INTROSPECTION_CLIENT_SECRET": "api-secret",
+        **env,
+    }
+    return app_with_alice(issuer, fakeredis.FakeRedis(), **settings)

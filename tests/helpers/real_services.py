@@ -29,6 +29,7 @@ from tests.helpers.settings import app_env
 
 DEMO_USERS = ROOT / "dev" / "demo-users.json"
 LOGIN_CLIENTS = "profile-poke-web,profile-poke-web-short,profile-poke-web-limited"
+OPAQUE_CLIENT = "profile-poke-web-opaque"  # the dev provider's login client with opaque access tokens
 PASSWORD = "demo"
 
 
@@ -68,6 +69,16 @@ class Idp:
 
     def reset_stats(self) -> None:
         oidc_driver.reset_stats(self.base)
+
+
+def introspection_settings(provider: "Idp") -> dict:
+    """Settings that validate access tokens by introspection at `provider`, its opaque client a login client."""
+    return {
+        "ACCESS_TOKEN_VALIDATION": "introspection",
+        "INTROSPECTION_CLIENT_ID": "profile-poke-service",
+        "INTROSPECTION_CLIENT_SECRET": provider.secret,
+        "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
+    }
 
 
 def start_own_idp(workdir, app_ports: list[int], **overrides) -> tuple:

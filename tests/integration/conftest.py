@@ -39,6 +39,14 @@ def shaped_idp(workdir, idp):  # noqa: F811 - the fixtures imported above
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def rotating_idp(workdir, idp):  # noqa: F811 - the fixtures imported above
+    """A dev provider of the module's own, whose signing keys its tests may rotate."""
+    server, provider = start_own_idp(workdir, idp.app_ports)
+    yield provider
+    server.stop()
+
+
 @pytest.fixture
 def make_app(idp, redis_url):  # noqa: F811 - the fixtures imported above
     """Builds in-process apps over the real Redis and provider (`provider=` another one), each under its

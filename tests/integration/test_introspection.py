@@ -8,11 +8,10 @@ import requests
 
 from app.tokens.introspection import REFUSED
 from dev import oidc_driver
-from tests.helpers.real_services import LOGIN_CLIENTS
+from tests.helpers.real_services import OPAQUE_CLIENT, introspection_settings
 from tests.helpers.refusals import refusal_reasons
 
 pytestmark = pytest.mark.integration
-OPAQUE_CLIENT = "profile-poke-web-opaque"
 
 
 def bearer(token: str) -> dict:
@@ -22,12 +21,7 @@ def bearer(token: str) -> dict:
 @pytest.fixture
 def introspecting_app(make_app, idp):
     def build(**overrides):
-        settings = {
-            "ACCESS_TOKEN_VALIDATION": "introspection",
-            "INTROSPECTION_CLIENT_ID": "profile-poke-service",
-            "INTROSPECTION_CLIENT_SECRET": idp.secret,
-            "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
-        }
+        settings = introspection_settings(idp)
         return make_app(**{**settings, **overrides})
 
     return build

@@ -7,17 +7,9 @@ import time
 import pytest
 
 from dev import oidc_driver
-from tests.helpers.real_services import start_own_idp
 
 pytestmark = pytest.mark.integration
 MAX_AGE = 2
-
-
-@pytest.fixture(scope="module")
-def rotating_idp(workdir, idp):
-    server, provider = start_own_idp(workdir, idp.app_ports)
-    yield provider
-    server.stop()
 
 
 def read_profile(client, token):

@@ -12,12 +12,18 @@ import requests
 
 from dev import oidc_driver
 from dev.services import free_port
-from tests.helpers.real_services import LOGIN_CLIENTS, delete_prefix, integration_env, start_live_app, start_own_idp
+from tests.helpers.real_services import (
+    OPAQUE_CLIENT,
+    delete_prefix,
+    integration_env,
+    introspection_settings,
+    start_live_app,
+    start_own_idp,
+)
 from tests.helpers.settings import CSRF
 from tests.helpers.signin import signed_in_client, stored_session_tokens
 
 pytestmark = pytest.mark.integration
-OPAQUE_CLIENT = "profile-poke-web-opaque"
 OMITTED = "introspection_endpoint,revocation_endpoint"
 INTROSPECT_PATH = "/protocol/openid-connect/token/introspect"
 MESSAGE = "the identity provider lists no introspection_endpoint; set OIDC_INTROSPECTION_ENDPOINT"
@@ -40,12 +46,7 @@ def undiscoverable_idp(workdir, idp):
 
 
 def introspecting(make_app, provider, **overrides):
-    settings = {
-        "ACCESS_TOKEN_VALIDATION": "introspection",
-        "INTROSPECTION_CLIENT_ID": "profile-poke-service",
-        "INTROSPECTION_CLIENT_SECRET": provider.secret,
-        "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
-    }
+    settings = introspection_settings(provider)
     return make_app(provider, **{**settings, **overrides})
 
 

@@ -8,11 +8,10 @@ import secrets
 import pytest
 
 from app.tokens.introspection import REFUSED
-from tests.helpers.real_services import LOGIN_CLIENTS, start_own_idp
+from tests.helpers.real_services import LOGIN_CLIENTS, OPAQUE_CLIENT, introspection_settings, start_own_idp
 from tests.helpers.refusals import refusal_reasons
 
 pytestmark = pytest.mark.integration
-OPAQUE_CLIENT = "profile-poke-web-opaque"
 FLOODER, NEIGHBOUR = "203.0.113.66", "198.51.100.7"
 
 
@@ -28,12 +27,7 @@ def subless_idp(workdir, idp):
 def introspecting_app(make_app, idp):
     def build(provider=None, **overrides):
         provider = provider or idp
-        settings = {
-            "ACCESS_TOKEN_VALIDATION": "introspection",
-            "INTROSPECTION_CLIENT_ID": "profile-poke-service",
-            "INTROSPECTION_CLIENT_SECRET": provider.secret,
-            "LOGIN_CLIENT_IDS": f"{LOGIN_CLIENTS},{OPAQUE_CLIENT}",
-        }
+        settings = introspection_settings(provider)
         return make_app(provider, **{**settings, **overrides})
 
     return build

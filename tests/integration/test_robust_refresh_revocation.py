@@ -19,12 +19,11 @@ from app.store.keys import Keys
 from app.store.tokensets import TokenSets
 from dev import oidc_driver
 from dev.services import free_port
-from tests.helpers.real_services import LOGIN_CLIENTS, integration_env, start_live_app, start_own_idp
+from tests.helpers.real_services import LOGIN_CLIENTS, OPAQUE_CLIENT, integration_env, start_live_app, start_own_idp
 from tests.helpers.settings import CSRF, SESSION_COOKIE
 from tests.helpers.signin import sign_in, stored_tokens, wait_until_refresh_is_due
 
 pytestmark = pytest.mark.integration
-OPAQUE_CLIENT = "profile-poke-web-opaque"
 SIMULTANEOUS = 8
 
 

@@ -7,21 +7,17 @@ import json
 import socket
 import time
 
-import fakeredis
 import pytest
 from joserfc import jws
 from joserfc.jwk import ECKey
 from prometheus_client import REGISTRY
 
-from app import create_app, metrics
-from app.extensions import services
-from app.store.profiles import Profile
+from app import metrics
 from app.tokens import introspection
 from app.tokens.introspection import REFUSED
-from config import Config
+from tests.helpers.apps import introspecting_app
 from tests.helpers.clock import FakeClock, finishes_within
 from tests.helpers.refusals import refusal_reasons
-from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer, b64url
 
 
@@ -74,16 +70,7 @@ def stub():
 
 
 def client_for(stub, **env):
-    settings = {
-        "ACCESS_TOKEN_VALIDATION": "introspection",
-        "INTROSPECTION_CLIENT_ID": "api",
-        "INTROSPECTION_CLIENT_SECRET": "api-secret",
-        **env,
-    }
-    app = create_app(Config(app_env(stub.issuer, **settings)), redis=fakeredis.FakeRedis())
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
-    return app.test_client()
+    return introspecting_app(stub.issuer, **env).test_client()
 
 
 def read(client, token="opaque-token-1"):

@@ -14,13 +14,12 @@ import pytest
 
 from app import create_app
 from app.errors import EndpointNotConfigured, ProviderUnavailable
-from app.extensions import services
 from app.health import check_endpoints_in_background
-from app.store.profiles import Profile
 from app.tokens import provider as provider_module
 from app.tokens.provider import Provider
 from app.tokens.server_metadata import server_metadata_urls
 from config import Config
+from tests.helpers.apps import introspecting_app
 from tests.helpers.clock import FakeClock
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
@@ -234,7 +233,7 @@ def logged(capfd) -> list[tuple[str, str]]:
 
 
 def test_the_start_up_check_logs_an_error_naming_the_missing_setting(stub, capfd):
-    app = introspecting_app(stub, LOG_LEVEL="WARNING")
+    app = introspecting_app(stub.issuer, LOG_LEVEL="WARNING")
     check_endpoints_in_background(app).join(5)
     message = "the identity provider lists no introspection_endpoint; set OIDC_INTROSPECTION_ENDPOINT"
     assert logged(capfd) == [("error", f"misconfigured: {message}")]
@@ -242,7 +241,7 @@ def test_the_start_up_check_logs_an_error_naming_the_missing_setting(stub, capfd
 
 def test_the_start_up_check_logs_nothing_when_every_needed_endpoint_is_found(stub, capfd):
     stub.in_discovery = {"introspection_endpoint": stub.introspect_url, "revocation_endpoint": f"{stub.issuer}/r"}
-    check_endpoints_in_background(introspecting_app(stub, LOG_LEVEL="WARNING")).join(5)
+    check_endpoints_in_background(introspecting_app(stub.issuer, LOG_LEVEL="WARNING")).join(5)
     assert logged(capfd) == []
 
 
@@ -253,33 +252,20 @@ def test_the_start_up_check_says_so_when_the_provider_cannot_be_read(fake_redis,
     assert level == "warning" and message.startswith("identity provider endpoints not checked at start-up")
 
 
-def introspecting_app(stub, **env):
-    settings = {
-        "ACCESS_TOKEN_VALIDATION": "introspection",
-        "INTROSPECTION_CLIENT_ID": "api",
-        "INTROSPECTION_CLIENT_SECRET": "api-secret",
-        **env,
-    }
-    app = create_app(Config(app_env(stub.issuer, **settings)), redis=fakeredis.FakeRedis())
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
-    return app
-
-
 def read(client):
     return client.get("/api/v1/me/profile", headers={"Authorization": "Bearer opaque-token-1"})
 
 
 def test_introspection_listed_only_in_rfc_8414_metadata_serves_api_calls(stub):
     stub.served = {stub.rfc8414_path(): stub.server_document()}
-    client = introspecting_app(stub).test_client()
+    client = introspecting_app(stub.issuer).test_client()
     assert [read(client).status_code for _ in range(3)] == [200, 200, 200]
     assert client.get("/readyz").json["identity_provider"] == "ok"
     assert (stub.fetches["server_metadata"], stub.fetches["introspection"]) == (1, 1)
 
 
 def test_introspection_found_nowhere_is_a_503_naming_the_setting_at_readyz_and_on_the_api(stub):
-    client = introspecting_app(stub).test_client()
+    client = introspecting_app(stub.issuer).test_client()
     ready = client.get("/readyz")
     message = "the identity provider lists no introspection_endpoint; set OIDC_INTROSPECTION_ENDPOINT"
     assert (ready.status_code, ready.json["identity_provider"]) == (503, message)

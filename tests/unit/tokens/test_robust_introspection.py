@@ -9,7 +9,6 @@ import time
 import fakeredis
 import pytest
 
-from app import create_app
 from app.errors import SubjectUnknown, TooManyTokenChecks
 from app.extensions import services
 from app.store.keys import Keys
@@ -18,6 +17,7 @@ from app.store.token_checks import TokenChecks
 from app.tokens import introspection
 from app.tokens.introspection import REFUSED
 from config import Config, ConfigError
+from tests.helpers.apps import introspecting_app
 from tests.helpers.clock import FakeClock
 from tests.helpers.refusals import refusal_reasons
 from tests.helpers.settings import app_env
@@ -63,16 +63,7 @@ def reasons():
 
 
 def client_for(stub, **env):
-    settings = {
-        "ACCESS_TOKEN_VALIDATION": "introspection",
-        "INTROSPECTION_CLIENT_ID": "api",
-        "INTROSPECTION_CLIENT_SECRET": "api-secret",
-        **env,
-    }
-    app = create_app(Config(app_env(stub.issuer, **settings)), redis=fakeredis.FakeRedis())
-    with app.app_context():
-        services().store.profiles.put(Profile("alice", "@alice", "Alice", sub="user-sub-1"))
-    return app.test_client()
+    return introspecting_app(stub.issuer, **env).test_client()
 
 
 def read(client, token="opaque-token-1", address="192.0.2.1", path="/api/v1/me/profile"):
