@@ -57,7 +57,7 @@ def test_fifty_junk_tokens_from_one_address_make_at_most_the_bounds_provider_cal
     assert {r.json["error"]["message"] for r in responses[:30]} == {REFUSED}
     limited = responses[-1]
     assert limited.json["error"]["code"] == "too_many_requests"
-    assert 1 <= int(limited.headers["Retry-After"]) <= 60
+    assert 0 < int(limited.headers["Retry-After"]) <= 60
 
 
 def test_while_one_address_floods_another_addresses_valid_tokens_still_work(introspecting_app, idp):
@@ -99,7 +99,7 @@ def test_the_total_bound_gives_503_with_retry_after(introspecting_app, idp):
     spent = read(client, "b-1", "192.0.2.2")
     assert spent.status_code == 503
     assert spent.json["error"] == {"code": "unavailable", "message": "the identity provider is busy; try again later"}
-    assert 1 <= int(spent.headers["Retry-After"]) <= 60
+    assert 0 < int(spent.headers["Retry-After"]) <= 60
     assert idp.stats()["introspection"] == 3
 
 

@@ -169,7 +169,7 @@ def test_unknown_tokens_from_one_address_beyond_its_bound_get_429_with_retry_aft
         "code": "too_many_requests",
         "message": "too many unknown access tokens from this address; try again later",
     }
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert 0 < int(refused.headers["Retry-After"]) <= 60
 
 
 def test_a_flooding_address_leaves_other_addresses_new_tokens_alone(stub):
@@ -198,7 +198,7 @@ def test_beyond_the_total_bound_unknown_tokens_get_503_with_retry_after(stub):
     spent = read(client, "b-1", address="192.0.2.2")
     assert spent.status_code == 503
     assert spent.json["error"] == {"code": "unavailable", "message": "the identity provider is busy; try again later"}
-    assert 1 <= int(spent.headers["Retry-After"]) <= 60
+    assert 0 < int(spent.headers["Retry-After"]) <= 60
     assert calls(stub) == (3, 0)
 
 
