@@ -9,7 +9,9 @@ import pytest
 from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
+from app.tokens import provider as provider_module
 from config import Config
+from tests.helpers.clock import FakeClock
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -69,3 +71,12 @@ def vendor_api():
     yield build
     for stub in stubs:
         stub.stop()
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The provider's clock, moved only by the test: a key set is as old as the test says, not as old as
+    a busy machine made it between two calls (a 0.2 s max age can pass between any two lines)."""
+    fake = FakeClock()
+    monkeypatch.setattr(provider_module, "time", fake)
+    return fake

@@ -9,10 +9,8 @@ import pytest
 from joserfc.jwk import RSAKey
 
 from app.auth.oidc import LoginClient
-from app.tokens import provider as provider_module
 from app.tokens.provider import Provider
 from app.tokens.signatures import BadToken, signed_claims
-from tests.helpers.clock import FakeClock
 from tests.helpers.stub_issuer import StubIssuer
 
 INTERVAL = 30.0
@@ -29,13 +27,6 @@ def stub(keys):
     issuer = StubIssuer(keys[0])
     yield issuer
     issuer.stop()
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = FakeClock()
-    monkeypatch.setattr(provider_module, "time", fake)
-    return fake
 
 
 def provider(stub) -> Provider:

@@ -4,10 +4,8 @@ max-age re-read spending the one unknown-kid refetch per interval; against the s
 
 import pytest
 
-from app.tokens import provider as provider_module
 from app.tokens.provider import Provider, discovery_url
 from app.tokens.signatures import BadToken, signed_claims
-from tests.helpers.clock import FakeClock
 from tests.helpers.stub_issuer import StubIssuer
 
 
@@ -31,15 +29,6 @@ def stub(keys):
     issuer = StubIssuer(keys[0])
     yield issuer
     issuer.stop()
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The provider's clock, moved only by the test: a key set is as old as the test says, not as old as
-    a busy machine made it between two calls (a 0.2 s max age can pass between any two lines)."""
-    fake = FakeClock()
-    monkeypatch.setattr(provider_module, "time", fake)
-    return fake
 
 
 def provider(stub, *, max_age=600.0, refetch_interval=30.0) -> Provider:
