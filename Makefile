@@ -72,11 +72,20 @@ $(IDP)/node_modules/.installed: $(IDP)/package.json $(IDP)/package-lock.json
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(IDP)/node_modules .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(IDP)/node_modules bench/.venv-flask bench/.venv-fastapi .pytest_cache .ruff_cache
 
-bench: $(VENV)/.installed $(IDP)/node_modules/.installed
+# The service against the same routes written plainly in Flask and in FastAPI (bench/peers/), each
+# peer in its own virtualenv; BENCH_SECONDS and BENCH_ROUNDS set the windows (see docs/performance.md).
+PEER_VENVS := bench/.venv-flask/.installed bench/.venv-fastapi/.installed
+
+bench: $(VENV)/.installed $(IDP)/node_modules/.installed $(PEER_VENVS)
 	@dev/bootstrap-system.sh wrk
 	$(BIN)/python -m bench.run
+
+bench/.venv-%/.installed: bench/peers/requirements-%.txt
+	test -x bench/.venv-$*/bin/python || $(PYTHON) -m venv bench/.venv-$*
+	bench/.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
 
 sizing: $(VENV)/.installed $(IDP)/node_modules/.installed
 	$(BIN)/python -m bench.sizing

@@ -1,4 +1,4 @@
-"""Where the time goes: py-spy samples every gunicorn worker while wrk drives one route, and the
+"""Where the time goes: py-spy samples every server process while wrk drives one route, and the
 folded stacks are summed into the functions that hold the most samples, by themselves and in all."""
 
 import collections
@@ -7,17 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .servers import STATE, worker_pids, wrk
+from .load import Window, drive
+from .servers import STATE, Server, process_tree
 
 TOP = 25
 
 
-def profile_route(name: str, server, url: str, seconds: int, results: Path, headers=None, poke_from=None) -> dict:
-    """Sample `server`'s workers for `seconds` under wrk; write results/profile-`name`.txt and return
+def profile_route(name: str, server: Server, window: Window, seconds: float, results: Path, redis_pid: int) -> dict:
+    """Sample `server`'s processes for `seconds` under wrk; write results/profile-`name`.txt and return
     the wrk figures of that window."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     outputs, samplers = [], []
-    for pid in worker_pids(server):
+    for pid in process_tree(server.process.pid):
         output = STATE / f"profile-{name}-{pid}.txt"
         outputs.append(output)
         samplers.append(
@@ -28,7 +29,7 @@ def profile_route(name: str, server, url: str, seconds: int, results: Path, head
                     "--pid",
                     str(pid),
                     "--duration",
-                    str(seconds),
+                    str(round(seconds)),
                     "--rate",
                     "200",
                     "--nonblocking",
@@ -41,7 +42,7 @@ def profile_route(name: str, server, url: str, seconds: int, results: Path, head
                 stderr=subprocess.DEVNULL,
             )
         )
-    figures = wrk(f"{name} (profiled)", server, url, seconds, headers, poke_from)
+    figures = drive(f"{name} (profiled)", window, seconds, server.process.pid, redis_pid)
     for sampler in samplers:
         sampler.wait()
     stacks = collections.Counter()
@@ -64,7 +65,7 @@ def _report(name: str, stacks: collections.Counter) -> str:
         for frame in set(frames):
             inclusive[frame] += count
     lines = [
-        f"py-spy samples of every worker serving {name}: {total} samples (non-idle threads, 200 Hz)",
+        f"py-spy samples of every process serving {name}: {total} samples (non-idle threads, 200 Hz)",
         "",
         f"Top {TOP} by own samples:",
     ]

@@ -1,144 +1,118 @@
-"""The Markdown of `make bench`: the best ceiling, the routes under the shipped config, the targets."""
+"""The figures and the Markdown of `make bench`: medians over the rounds, the service's ratio to each
+peer with its spread, and issue 20's targets (keep-alive clients)."""
 
-from .tracing_cost import tracing_lines
+import statistics
 
-TARGETS = {"public_profile": 0.75, "own_profile_bearer": 0.70, "own_profile_cookie": 0.60, "poke": 0.60}
+from .servers import FLASK_PEER, SERVICE, UVICORN_CONFIGS
+
 P99_OVER_P50 = 2.5
-METRICS_OVERHEAD_MAX = 0.03
-LARGE_DRIFT_MAX = 0.05
+# The service's req/s over the better FastAPI configuration's, per route, and over plain Flask's.
+FASTAPI_TARGETS = {"public profile": 0.75, "own profile, bearer": 1.0, "poke": 1.0}
+FLASK_TARGET = 1.0
+FIGURES = ("rps", "p50_us", "p99_us", "cpu_server_ms", "cpu_redis_ms", "cpu_wrk_ms")
+BEST_FASTAPI = "FastAPI, the better configuration"
 
 
-def checks(results: dict) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for every target of the run."""
+def summarize(windows: dict) -> dict:
+    """mode -> route -> {"medians": name -> figures, "ratios": peer -> spread, "best_fastapi": name}."""
+    summary = {}
+    for mode, routes in windows.items():
+        summary[mode] = {}
+        for route, by_server in routes.items():
+            medians = {name: _medians(rounds) for name, rounds in by_server.items()}
+            best = max((name for name in UVICORN_CONFIGS if name in medians), key=lambda name: medians[name]["rps"])
+            peers = {name: rounds for name, rounds in by_server.items() if name != SERVICE}
+            peers[BEST_FASTAPI] = by_server[best]
+            ratios = {name: _spread(by_server[SERVICE], rounds) for name, rounds in peers.items()}
+            summary[mode][route] = {"medians": medians, "ratios": ratios, "best_fastapi": best}
+    return summary
+
+
+def _medians(rounds: list[dict]) -> dict:
+    medians = {key: statistics.median(window[key] for window in rounds) for key in FIGURES}
+    medians["tail"] = statistics.median(window["p99_us"] / window["p50_us"] for window in rounds)
+    return medians
+
+
+def _spread(service: list[dict], peer: list[dict]) -> dict:
+    """The service's req/s over the peer's, round by round: median, lowest and highest."""
+    ratios = [mine["rps"] / theirs["rps"] for mine, theirs in zip(service, peer, strict=True)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+
+
+def checks(summary: dict) -> list[tuple[str, str, bool]]:
+    """(target, measured, met) for issue 20's targets, all with keep-alive clients."""
     rows = []
-    for name, goal in TARGETS.items():
-        ratio = results["routes"][name]["ratio"]
-        rows.append((f"{name}: ratio to best ceiling ≥ {goal:.2f}", f"{ratio:.2f}", ratio >= goal))
-    for name, row in results["routes"].items():
-        spread = row["p99_ms"] / row["p50_ms"]
-        rows.append((f"{name}: p99 ≤ {P99_OVER_P50} x p50", f"{spread:.1f} x p50", spread <= P99_OVER_P50))
-    rows.append(
-        ("identity-provider requests in the windows = 0", str(results["idp_requests"]), results["idp_requests"] == 0)
-    )
-    overhead = results["metrics_overhead"]
-    rows.append(
-        (
-            f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: windows with and without, median pair",
-            f"{overhead['overhead']:+.1%}",
-            overhead["overhead"] < METRICS_OVERHEAD_MAX,
-        )
-    )
-    rows.append(
-        (
-            f"metrics cost on poke < {METRICS_OVERHEAD_MAX:.0%}: the metrics code timed alone",
-            f"{overhead['code_overhead']:+.1%}",
-            overhead["code_overhead"] < METRICS_OVERHEAD_MAX,
-        )
-    )
-    if "large" in results:
-        for name, row in results["large"]["routes"].items():
-            drift = row["drift"]
-            rows.append(
-                (
-                    f"{name}: large-data ratio within {LARGE_DRIFT_MAX:.0%}",
-                    f"{drift:+.1%}",
-                    abs(drift) <= LARGE_DRIFT_MAX,
-                )
-            )
+    for route, row in summary["keep-alive"].items():
+        flask = row["ratios"][FLASK_PEER]["median"]
+        rows.append((f"{route}: ≥ {FLASK_TARGET:.2f} x plain Flask", f"{flask:.2f}", flask >= FLASK_TARGET))
+        fastapi = row["ratios"][BEST_FASTAPI]["median"]
+        goal = FASTAPI_TARGETS[route]
+        rows.append((f"{route}: ≥ {goal:.2f} x the better FastAPI", f"{fastapi:.2f}", fastapi >= goal))
+        tail = row["medians"][SERVICE]["tail"]
+        rows.append((f"{route}: service p99 ≤ {P99_OVER_P50} x p50", f"{tail:.1f}", tail <= P99_OVER_P50))
     return rows
 
 
-def _route_rows(routes: dict, splits: dict) -> list[str]:
-    header = (
-        "| route | req/s | p50 ms | p99 ms | p99/p50 | ratio to best ceiling | same-config ratio | worker CPU split % |"
-    )
-    lines = [header, "|---|--:|--:|--:|--:|--:|--:|--:|"]
-    for name, row in routes.items():
-        lines.append(
-            f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
-            f"{row['p99_ms'] / row['p50_ms']:.1f} | {row.get('ratio', 1):.2f} | "
-            f"{row.get('same_config_ratio', 1):.2f} | {splits.get(name, '')} |"
-        )
+def _figures_table(routes: dict) -> list[str]:
+    lines = [
+        "| route | implementation | req/s | p50 ms | p99 ms | p99/p50 | CPU ms/req: server | Redis | wrk |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for route, row in routes.items():
+        for name, figures in row["medians"].items():
+            shown = f"**{name}**" if name == SERVICE else name
+            lines.append(
+                f"| {route} | {shown} | {figures['rps']:,.0f} | {figures['p50_us'] / 1000:.2f} | "
+                f"{figures['p99_us'] / 1000:.2f} | {figures['tail']:.1f} | {figures['cpu_server_ms']:.3f} | "
+                f"{figures['cpu_redis_ms']:.3f} | {figures['cpu_wrk_ms']:.3f} |"
+            )
     return lines
 
 
-def markdown(results: dict, splits: dict, machine: str) -> str:
-    """The whole report."""
-    best = results["best_ceiling"]
+def _ratio_table(summary: dict) -> list[str]:
+    first = next(iter(next(iter(summary.values())).values()))
+    peers = list(first["ratios"])
     lines = [
-        "# Benchmark",
-        "",
-        machine,
-        "",
-        "## The best ceiling of the run",
-        "",
-        "A bare Flask route (`bench/ceiling.py`) under every candidate gunicorn config:",
-        "",
-        "| config | req/s | p50 ms | p99 ms |",
-        "|---|--:|--:|--:|",
+        "| route | clients | " + " | ".join(f"÷ {name}" for name in peers) + " |",
+        "|---|---|" + "--:|" * len(peers),
     ]
-    for name, row in results["ceilings"].items():
-        mark = " **(best)**" if name == best["config"] else ""
-        lines.append(f"| {name}{mark} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} |")
-    lines += ["", f"## Routes under the shipped config ({results['shipped_config']})", ""]
-    same = results["same_config_ceiling"]
-    lines += _route_rows({"same-config ceiling (mean of before/after)": same, **results["routes"]}, splits)
-    overhead = results["metrics_overhead"]
-    pairs = overhead["pairs"]
+    for mode, routes in summary.items():
+        for route, row in routes.items():
+            cells = [f"{s['median']:.2f} ({s['min']:.2f} to {s['max']:.2f})" for s in row["ratios"].values()]
+            lines.append(f"| {route} | {mode} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(results: dict) -> str:
+    """The whole report."""
+    summary = results["summary"]
+    lines = [
+        "# Benchmark: the service and its peers",
+        "",
+        f"{results['when']}, {results['cores']} cores, load average {results['load_average'][0]:.1f} at the start "
+        f"and {results['load_average'][1]:.1f} at the end; `{results['wrk']}`, {results['rounds']} interleaved "
+        f"rounds, wrk, Redis and the servers on the same cores. gunicorn (service and plain Flask): "
+        f"{results['gunicorn']}. FastAPI: uvicorn, 2 workers. Medians over the rounds; CPU per request by "
+        "process: the server's whole process tree, Redis, the load generator.",
+    ]
+    for mode, routes in summary.items():
+        lines += ["", f"## {mode}", "", *_figures_table(routes)]
     lines += [
         "",
-        f"Metrics on the poke route, same run, {len(pairs)} pairs of windows with and without "
-        f"`METRICS_TOKEN` in ABBA order: {overhead['with_cpu_us']:.0f} µs of server CPU per request with "
-        f"({overhead['with_rps']:.0f} req/s), {overhead['without_cpu_us']:.0f} µs without "
-        f"({overhead['without_rps']:.0f} req/s); median pair {overhead['overhead']:+.1%} CPU per request "
-        f"(pairs from {pairs[0]:+.1%} to {pairs[-1]:+.1%}). The metrics code of a poke timed alone "
-        f"(`python -m bench.metrics_code`): {overhead['code_us']:.1f} µs, "
-        f"{overhead['code_overhead']:.1%} of a poke's CPU without metrics.",
+        "## The service's req/s over each peer's",
+        "",
+        "Median of the rounds' ratios (lowest to highest); each round measures the implementations back to back.",
+        "",
+        *_ratio_table(summary),
+        "",
+        "## Targets (keep-alive clients)",
+        "",
+        "| target | measured | met |",
+        "|---|--:|---|",
     ]
-    routes = results["routes"]
-    if "own_profile_dpop" in routes and "cpu_us" in routes["own_profile_dpop"]:
-        dpop, bearer = routes["own_profile_dpop"], routes["own_profile_bearer"]
-        lines += [
-            "",
-            f"DPoP beside bearer on the own profile, same run: {dpop['rps']:.0f} vs {bearer['rps']:.0f} req/s "
-            f"({dpop['rps'] / bearer['rps'] - 1:+.1%}), {dpop['cpu_us']:.0f} vs {bearer['cpu_us']:.0f} µs of server "
-            f"CPU per request ({dpop['cpu_us'] - bearer['cpu_us']:+.0f} µs: one proof verified and one Redis "
-            "`SET NX EX` of its jti).",
-        ]
-    if "tracing" in results:
-        lines += tracing_lines(results["tracing"])
-    if "large" in results:
-        large = results["large"]
-        lines += [
-            "",
-            "## BENCH_DATA=large",
-            "",
-            f"Preloaded in {large['preload_seconds']:.0f} s: "
-            + ", ".join(
-                f"{v['keys']:,} {k} keys at {v['bytes_each']:.0f} bytes each (`INFO memory` delta)"
-                for k, v in large["sizes"].items()
-                if isinstance(v, dict)
-            )
-            + f"; Redis used_memory {large['sizes']['used_memory_mib']} MiB.",
-            "",
-        ]
-        lines += [
-            "| route | req/s | p50 ms | p99 ms | same-config ratio, empty → large | drift |",
-            "|---|--:|--:|--:|--:|--:|",
-        ]
-        for name, row in large["routes"].items():
-            ratios = f"{row['empty_ratio']:.2f} → {row['same_config_ratio']:.2f}"
-            lines.append(
-                f"| {name} | {row['rps']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {ratios} | "
-                f"{row['drift']:+.1%} |"
-            )
-    lines += ["", "## Targets", "", "| target | measured | met |", "|---|--:|---|"]
-    lines += [f"| {name} | {value} | {'met' if ok else '**not met**'} |" for name, value, ok in checks(results)]
+    lines += [f"| {name} | {value} | {'met' if ok else '**not met**'} |" for name, value, ok in checks(summary)]
     if results.get("profiles"):
-        lines += [
-            "",
-            "Where the time goes on the routes that missed a target (py-spy, every worker): "
-            + ", ".join(f"[`{path}`]({path})" for path in results["profiles"])
-            + ".",
-        ]
+        paths = ", ".join(f"[`{path}`]({path})" for path in results["profiles"])
+        lines += ["", f"py-spy profiles of the service's workers, one window per route: {paths}."]
     return "\n".join(lines) + "\n"

@@ -1,9 +1,7 @@
 -- wrk script of `make bench`: counts non-2xx responses per thread and, when wrk is done, prints
--- one line `BENCH {json}` with the figures bench/run.py reads.
+-- one line `BENCH {json}` with the figures bench/load.py reads.
 -- With arguments `-- <first> <stride>` it POSTs {"username": "t<n>"} with n = first + thread id,
 -- then + stride each request, so every request pokes a target never poked before.
--- With `-- proofs <file> <threads>` each request carries the next unused DPoP proof of the file
--- (one a line; thread i takes lines i + 1, i + 1 + threads, ...).
 
 local threads = {}
 
@@ -18,25 +16,9 @@ local function poke()
   return wrk.format(nil, nil, nil, body)
 end
 
-local function dpop()
-  local headers = {}
-  for name, value in pairs(wrk.headers) do headers[name] = value end
-  headers["DPoP"] = proofs[index]
-  index = index + 1
-  return wrk.format(nil, nil, headers)
-end
-
 function init(args)
   bad, bad_status, last = 0, 0, 0
-  if args[1] == "proofs" then
-    proofs, index = {}, 1
-    local line_number, stride = 0, tonumber(args[3])
-    for line in io.lines(args[2]) do
-      if line_number % stride == id then table.insert(proofs, line) end
-      line_number = line_number + 1
-    end
-    request = dpop
-  elseif args[1] then
+  if args[1] then
     index, stride = tonumber(args[1]) + id, tonumber(args[2])
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"

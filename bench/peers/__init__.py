@@ -1,0 +1,1 @@
+"""The same three routes written plainly, for `make bench` to measure the service against."""
