@@ -96,6 +96,17 @@ def markdown(results: dict) -> str:
         f"{results['gunicorn']}. FastAPI: uvicorn, 2 workers. Medians over the rounds; CPU per request by "
         "process: the server's whole process tree, Redis, the load generator.",
     ]
+    if results.get("large"):
+        sizes = results["large"]
+        kinds = ", ".join(
+            f"{v['keys']:,} {k} keys at {v['bytes_each']:.0f} bytes each"
+            for k, v in sizes.items()
+            if k != "used_memory_mib"
+        )
+        lines += [
+            "",
+            f"BENCH_DATA=large: {kinds} (`INFO memory` delta); Redis used_memory {sizes['used_memory_mib']} MiB.",
+        ]
     for mode, routes in summary.items():
         lines += ["", f"## {mode}", "", *_figures_table(routes)]
     lines += [

@@ -3,7 +3,8 @@ settings) and in FastAPI under uvicorn (2 workers, two configurations), in inter
 keep-alive clients and with `Connection: close`. Per route and implementation: req/s, p50, p99 and CPU
 per request by process (server, Redis, wrk); the service's ratio to each peer with its spread over the
 rounds. BENCH_SECONDS (default 5) per window, BENCH_ROUNDS (default 5); BENCH_PROFILE=1 adds py-spy
-profiles of the service's routes, BENCH_TRACING=1 the service with tracing on.
+profiles of the service's routes, BENCH_TRACING=1 the service with tracing on, and BENCH_DATA=large
+runs it all over a million more profiles and ten million live cooldowns.
 Writes bench/results/latest.md and latest.json, and a dated copy of each."""
 
 import json
@@ -87,6 +88,7 @@ def run(started: list) -> None:
         "rounds": ROUNDS,
         "wrk": f"wrk -t{WRK_THREADS} -c{CONNECTIONS} -d{SECONDS:g}s",
         "gunicorn": server_settings(),
+        "large": world.large,
         "summary": summarize(windows),
         "windows": windows,
     }

@@ -17,6 +17,7 @@ from dev.otlp_receiver import Receiver
 from dev.services import ROOT, free_port, idp_issuer, start_idp, start_redis
 
 from .load import Window
+from .preload import preload
 from .servers import (
     STATE,
     UVICORN_CONFIGS,
@@ -77,6 +78,12 @@ class World:
         self.targets = max(50_000, 2 * self.window_room)
         self.next_target = 1
         self._seed_targets()
+        # BENCH_DATA=large: a million more profiles and ten million live cooldowns beside them.
+        self.large = None
+        if os.environ.get("BENCH_DATA") == "large":
+            client = redis.Redis.from_url(self.redis_url)
+            self.large = preload(client, redis_port, PREFIX)
+            client.close()
         self.token = oidc_driver.user_tokens(
             self.env["OIDC_ISSUER_URL"], "profile-poke-web", self.env["OIDC_REDIRECT_URI"], USER, PASSWORD
         )["access_token"]
@@ -130,7 +137,7 @@ class World:
     def _clear_cooldowns(self) -> None:
         client = redis.Redis.from_url(self.redis_url)
         batch = []
-        for key in client.scan_iter(match=f"{PREFIX}cooldown:*", count=5000):
+        for key in client.scan_iter(match=f"{PREFIX}cooldown:{{t*}}:{USER}", count=5000):
             batch.append(key)
             if len(batch) == 5000:
                 client.unlink(*batch)
