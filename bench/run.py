@@ -105,7 +105,7 @@ def run(started: list) -> None:
 def server_settings() -> str:
     """The gunicorn settings the service and the Flask peer ran under, as gunicorn.conf.py gives them."""
     conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
-    names = ("worker_class", "workers", "threads", "keepalive", "worker_connections")
+    names = ("worker_class", "workers", "threads", "keepalive", "worker_connections", "reuse_port")
     shown = ", ".join(f"{name} {conf[name]}" for name in names if name in conf)
     extra = os.environ.get("BENCH_GUNICORN")
     return shown + (f", plus `{extra}`" if extra else "")
