@@ -94,6 +94,10 @@ def test_the_pushed_form_holds_every_parameter_and_no_secret_and_the_redirect_on
         (201, ["not", "an", "object"]),
         (201, None),
     ],
+    ids=[
+        *("400", "401", "500", "503 without a body", "200", "202", "201 without request_uri"),
+        *("201 with a number", "201 with an empty one", "201 with a 2049-char one", "201 with a list", "201 empty"),
+    ],
 )
 def test_an_answer_other_than_a_201_with_a_request_uri_is_a_502_with_no_fallback(issuer, answer):
     issuer.par_answer = answer
