@@ -11,7 +11,7 @@ from tests.helpers.settings import app_env
     ("value", "expected"), [("", "auto"), ("auto", "auto"), ("REQUIRE", "require"), ("off", "off")]
 )
 def test_oidc_par_is_auto_require_or_off(value, expected):
-    assert Config(app_env("http://issuer.invalid", OIDC_PAR=value)).OIDC_PAR == expected
+    assert expected == Config(app_env("http://issuer.invalid", OIDC_PAR=value)).OIDC_PAR
 
 
 def test_any_other_oidc_par_stops_the_start_naming_it():
