@@ -135,7 +135,7 @@ class SignIn:
         if not args.get("code"):
             raise LoginFailed("the sign-in response has no code", reason="no_code")
         response = self._client.exchange(code=args["code"], verifier=pending.verifier, redirect_uri=self._redirect_uri)
-        max_age = int(pending.max_age) if pending.max_age.isdigit() else None
+        max_age = int(pending.max_age) if pending.max_age.isascii() and pending.max_age.isdigit() else None
         self._establish_session(response, nonce=nonce_of(pending.verifier), max_age=max_age)
         return pending.return_to
 
