@@ -116,6 +116,19 @@ class SessionTokens:
         """The live token set of session `sid`, its idle expiry pushed back; SessionEnded without one."""
         return self._current(sid, self._ref(sid))
 
+    def inspect(self, sid: str) -> tuple[dict, float]:
+        """The live token set of session `sid` and when its idle timeout ends (epoch seconds), read
+        only: a look never extends a session; SessionEnded without one."""
+        ref = self._ref(sid)
+        record, ttl_ms = self._records.load(sid, ref)
+        if record is None:
+            raise SessionEnded()
+        now = time.time()
+        if now >= record["ends"]:
+            self._token_sets.delete(ref)
+            raise SessionEnded()
+        return record, now + max(0, ttl_ms) / 1000
+
     def revocable_refresh_token(self, ref: str) -> str | None:
         """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
         stored, _ = self._token_sets.load(ref)
