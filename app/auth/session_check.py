@@ -2,6 +2,7 @@
 session ends, read without extending it: only sign-in and API calls keep a session alive."""
 
 from ..errors import Unauthorized
+from .session_records import sign_in_proof
 from .session_tokens import SessionTokens
 
 
@@ -22,17 +23,3 @@ def session_info(session_tokens: SessionTokens, sid: str | None, *, idle_timeout
         "idle_timeout": idle_timeout,
         **sign_in_proof(record),
     }
-
-
-def sign_in_proof(record: dict) -> dict:
-    """How the session's user authenticated (`acr`, `amr`, `auth_time`), each only when known and well formed."""
-    proof = {}
-    if isinstance(record.get("acr"), str) and record["acr"]:
-        proof["acr"] = record["acr"]
-    amr = record.get("amr")
-    if isinstance(amr, list) and all(isinstance(method, str) for method in amr):
-        proof["amr"] = amr
-    auth_time = record.get("auth_time")
-    if isinstance(auth_time, int | float) and not isinstance(auth_time, bool):
-        proof["auth_time"] = int(auth_time)
-    return proof

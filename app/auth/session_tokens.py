@@ -17,7 +17,7 @@ from ..store.tokensets import TokenSets
 from .oidc import LoginClient
 from .refresh import Refresher
 from .sealing import Sealer
-from .session_records import SessionRecords, needs_refresh, well_formed, with_response
+from .session_records import SessionRecords, needs_refresh, sign_in_proof, well_formed, with_response
 from .sessions import session_ref
 
 IDLE_TOUCH_SLACK_MS = 60_000
@@ -31,6 +31,8 @@ class SessionCredential:
 
     access_token: str
     profile: Profile | None = None
+    acr: str | None = None  # how the session's user signed in (from its ID token), for step-up
+    auth_time: int | None = None
 
 
 class SessionTokens:
@@ -174,7 +176,8 @@ class SessionTokens:
         record = self._live(ref, record, ttl_ms)
         if needs_refresh(record):
             record = self._refresher.refreshed(cookie, ref, record)
-        return SessionCredential(record["access_token"], profile)
+        proof = sign_in_proof(record)
+        return SessionCredential(record["access_token"], profile, proof.get("acr"), proof.get("auth_time"))
 
     def newer_access_token(self, cookie: str, refused: str) -> str | None:
         """The session's newest access token when it is not `refused` (after any refresh in flight has
