@@ -97,6 +97,11 @@ class Config:
         self.POKE_SCOPE = env.get("POKE_SCOPE") or "svc:interact.poke"
         self.OIDC_SCOPES = env.get("OIDC_SCOPES") or f"openid {self.PROFILE_SCOPE} {self.POKE_SCOPE}"
         self.OIDC_AUTH_PARAMS = self._params("OIDC_AUTH_PARAMS")
+        self.OIDC_PAR = (env.get("OIDC_PAR") or "auto").strip().lower()
+        if self.OIDC_PAR not in ("auto", "require", "off"):
+            raise ConfigError("OIDC_PAR must be auto, require or off")
+        # The acr values a sign-in may ask for (GET /auth/login?acr_values=...); empty: none.
+        self.LOGIN_ACR_VALUES = env.get("LOGIN_ACR_VALUES", "").replace(",", " ").split()
         self.OIDC_PROVIDER_PROFILE = env.get("OIDC_PROVIDER_PROFILE") or "generic"
         if self.OIDC_PROVIDER_PROFILE not in PROVIDER_PROFILES:
             raise ConfigError(f"OIDC_PROVIDER_PROFILE must be one of {', '.join(PROVIDER_PROFILES)}")

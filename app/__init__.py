@@ -10,6 +10,7 @@ from config import Config
 from .api.guard import Guard
 from .api.routes import bp as api_bp
 from .api.step_up import StepUpPolicy
+from .auth.authorization import AuthorizationRequests
 from .auth.backchannel import BackchannelLogout
 from .auth.browser_sessions import BrowserSessions
 from .auth.flow import SignIn
@@ -125,6 +126,14 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         ),
         sign_in=SignIn(
             login_client,
+            AuthorizationRequests(
+                provider,
+                client_id=config.OIDC_CLIENT_ID,
+                scopes=config.OIDC_SCOPES,
+                timeout=config.IDP_TIMEOUT,
+                par=config.OIDC_PAR,
+                auth_params=config.OIDC_AUTH_PARAMS,
+            ),
             store.logins,
             store.profiles,
             session_tokens,

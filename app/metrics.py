@@ -52,14 +52,20 @@ SIGNIN_FAILURES = (
     *("unsolicited_error", "unknown_state", "other_browser", "no_iss", "wrong_issuer", "provider_refused"),
     *("no_code", "bad_request", "code_refused", "bad_token_response", "no_id_token", "id_token_refused"),
     *("scope_not_granted", "no_subject", "subject_clash", "unusable_username", "no_username", "account_disabled"),
+    *("par_failed", "stale_auth_time"),
 )
+# A prompt=none sign-in the provider answered "the user must interact": not a LoginFailed (the browser
+# goes back to its page), yet audited as a sign-in that did not happen.
+SILENT_DECLINED = "silent_declined"
 # Every label value each counter knows of: all start at 0 when a process starts, so a series exists
 # (and rate() sees it) before its first event.
 KNOWN_LABELS = {
     REFRESHES: [(outcome,) for outcome in sorted(set(REFRESH_OUTCOMES.values()))],
     IDP_REQUESTS: [
         (endpoint, outcome)
-        for endpoint in ("discovery", "server_metadata", "jwks", "token", "revocation", "introspection", "userinfo")
+        for endpoint in (
+            *("discovery", "server_metadata", "jwks", "token", "par", "revocation", "introspection", "userinfo"),
+        )
         for outcome in REFRESH_OUTCOMES
     ],
     REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
@@ -73,7 +79,7 @@ KNOWN_LABELS = {
     ],
     AUDIT_EVENTS: [
         *[(event, NO_REASON) for event in ("signin.succeeded", "signout")],
-        *[("signin.failed", reason) for reason in SIGNIN_FAILURES],
+        *[("signin.failed", reason) for reason in (*SIGNIN_FAILURES, SILENT_DECLINED)],
         *[("session.ended", reason) for reason in ("user", "backchannel", "refresh_refused", "admin")],
         ("refresh.refused", "superseded"),
         *[

@@ -3,33 +3,34 @@
 No token leaves the server: the browser only ever holds the session cookie.
 """
 
-import base64
-import hashlib
 import hmac
 import logging
 import re
 import secrets
-from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app, request, session
 
 from ..audit import audit
 from ..errors import LoginFailed, TooManySignIns
+from ..metrics import SILENT_DECLINED
 from ..store.logins import PendingLogins, TooManyPendingLogins
 from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
+from .authorization import AuthorizationRequests
 from .oidc import LoginClient
+from .pending import STATE, Pending, new_state, nonce_of, pending_record, pending_sign_in, short_digest
 from .session_check import session_info
 from .session_records import audit_fields
-from .session_tokens import SessionTokens
+from .session_tokens import SessionTokens, proven_authentication
 from .user_agents import user_agent_label
 
 OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_RETURN_TO = 512
-# "<browser tag>.<random>": the tag puts a browser's pending sign-ins in one Redis Cluster slot.
-STATE = re.compile(r"[0-9a-f]{16}\.[A-Za-z0-9_-]{43}")
+# The answers to a prompt=none sign-in that mean "the user would have to interact": the browser goes
+# back to return_to with ?signin_error=<code> instead of an error page (OpenID Connect Core 3.1.2.6).
+SILENT_ERRORS = {"login_required", "consent_required", "interaction_required", "account_selection_required"}
 MAX_DESCRIPTION = 300
 MAX_ERROR_CODE = 64
 ERROR_CODE = re.compile(r"[^A-Za-z0-9_.-]")  # RFC 6749 error codes are plain ASCII words
@@ -45,9 +46,11 @@ def safe_return_to(value) -> str:
     return "/" if parts.scheme or parts.netloc else value
 
 
-def new_login_binding() -> str:
-    """A random value tying pending sign-ins to the browser that started them."""
-    return secrets.token_urlsafe(32)
+def with_signin_error(return_to: str, code: str) -> str:
+    """`return_to` with `signin_error=<code>` in its query (replacing any there), its fragment kept."""
+    parts = urlsplit(return_to)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "signin_error"]
+    return urlunsplit(parts._replace(query=urlencode([*query, ("signin_error", code)])))
 
 
 class SignIn:
@@ -56,6 +59,7 @@ class SignIn:
     def __init__(
         self,
         login_client: LoginClient,
+        authorization: AuthorizationRequests,
         logins: PendingLogins,
         profiles: Profiles,
         session_tokens: SessionTokens,
@@ -69,6 +73,7 @@ class SignIn:
         idle_timeout: int,
     ):
         self._client = login_client
+        self._authorization = authorization
         self._logins = logins
         self._profiles = profiles
         self._session_tokens = session_tokens
@@ -81,18 +86,22 @@ class SignIn:
         self._session_cookie = session_cookie
         self._idle_timeout = idle_timeout
 
-    def begin(self, *, return_to: str, binding: str) -> str:
-        """Remember a new pending sign-in and return the provider URL that starts it; TooManySignIns
-        when the bound on sign-ins in progress is reached."""
-        state = f"{_digest('browser:' + binding)[:16]}.{secrets.token_urlsafe(32)}"
+    def begin(self, *, return_to: str, binding: str, params: dict | None = None) -> str:
+        """Remember a new pending sign-in and return the provider URL that starts it, with the per-request
+        `params` (prompt, login_hint, ...); TooManySignIns when the bound on sign-ins in progress is
+        reached. Nothing is left pending when the provider URL cannot be made."""
+        state = new_state(binding)
         verifier = secrets.token_urlsafe(32)  # 43 characters, RFC 7636's recommended 32 octets
-        url = self._client.authorization_url(
-            redirect_uri=self._redirect_uri, state=state, nonce=_nonce_of(verifier), verifier=verifier
+        sent = self._authorization.requested(params)
+        url = self._authorization.url(
+            redirect_uri=self._redirect_uri, state=state, nonce=nonce_of(verifier), verifier=verifier, params=params
         )
-        # Only what the callback cannot rebuild: the nonce follows from the verifier, the redirect
-        # URI from the settings. A few hundred bytes less per sign-in in Redis.
+        # Saved only once the provider took the request (PAR): a refused one leaves nothing behind.
+        # Only what the callback cannot rebuild: the nonce follows from the verifier, the redirect URI
+        # from the settings.
+        pending = Pending(verifier, short_digest(binding), return_to, sent.get("prompt", ""), sent.get("max_age", ""))
         try:
-            self._logins.save(state, [verifier, _short_digest(binding), return_to], self._state_ttl)
+            self._logins.save(state, pending_record(pending), self._state_ttl)
         except TooManyPendingLogins as full:
             raise TooManySignIns(full.retry_after) from None
         return url
@@ -100,8 +109,8 @@ class SignIn:
     def finish(self, args, binding: str | None) -> str:
         """Complete a sign-in from the provider's redirect; return where the browser goes next."""
         state = args.get("state")
-        pending = _pending_sign_in(self._logins.take(state)) if state and STATE.fullmatch(state) else None
-        ours = pending is not None and bool(binding) and hmac.compare_digest(_short_digest(binding), pending.binding)
+        pending = pending_sign_in(self._logins.take(state)) if state and STATE.fullmatch(state) else None
+        ours = pending is not None and bool(binding) and hmac.compare_digest(short_digest(binding), pending.binding)
         if "error" in args and not ours:
             # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
             raise LoginFailed("the sign-in did not complete; please sign in again", reason="unsolicited_error")
@@ -116,6 +125,9 @@ class SignIn:
         self._check_response_issuer(args.get("iss"))
         if "error" in args:
             error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
+            if pending.prompt == "none" and error in SILENT_ERRORS:
+                audit("signin.failed", reason=SILENT_DECLINED)
+                return with_signin_error(pending.return_to, error)
             description = (args.get("error_description") or "")[:MAX_DESCRIPTION]
             raise LoginFailed(
                 f"the identity provider refused the sign-in: {error}: {description}".rstrip(": "),
@@ -124,7 +136,8 @@ class SignIn:
         if not args.get("code"):
             raise LoginFailed("the sign-in response has no code", reason="no_code")
         response = self._client.exchange(code=args["code"], verifier=pending.verifier, redirect_uri=self._redirect_uri)
-        self._establish_session(response, nonce=_nonce_of(pending.verifier))
+        max_age = int(pending.max_age) if pending.max_age.isdigit() else None
+        self._establish_session(response, nonce=nonce_of(pending.verifier), max_age=max_age)
         return pending.return_to
 
     def _check_response_issuer(self, iss) -> None:
@@ -143,9 +156,9 @@ class SignIn:
         response = self._client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
         self._establish_session(response, nonce=nonce)
 
-    def _establish_session(self, response: dict, *, nonce: str | None) -> None:
+    def _establish_session(self, response: dict, *, nonce: str | None, max_age: int | None = None) -> None:
         """Check a token response, link the profile and start a fresh session holding the tokens."""
-        claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce)
+        claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce, max_age=max_age)
         granted = set(str(response.get("scope", "")).split())
         missing = sorted(self._required_scopes - granted)
         if missing:
@@ -180,6 +193,7 @@ class SignIn:
             response=response,
             provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
             user_agent=user_agent_label(request.headers.get("User-Agent")),
+            **proven_authentication(claims),
         )
         session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
         audit("signin.succeeded", **audit_fields(record))
@@ -203,29 +217,3 @@ class SignIn:
     def _end_current_session(self) -> dict | None:
         cookie = request.cookies.get(self._session_cookie)
         return self._session_tokens.end(cookie) if cookie else None
-
-
-class _Pending(NamedTuple):
-    verifier: str
-    binding: str
-    return_to: str
-
-
-def _pending_sign_in(record) -> _Pending | None:
-    """A stored pending sign-in, or None when it is not one this version wrote."""
-    if isinstance(record, list) and len(record) == len(_Pending._fields) and all(isinstance(f, str) for f in record):
-        return _Pending(*record)
-    return None
-
-
-def _nonce_of(verifier: str) -> str:
-    # One-way: the nonce travels in the authorization URL, the verifier must stay secret until the exchange.
-    return _short_digest("nonce:" + verifier)
-
-
-def _short_digest(value: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(value.encode()).digest()).rstrip(b"=").decode()
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()

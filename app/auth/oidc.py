@@ -1,5 +1,5 @@
-"""The public login client's side of OpenID Connect: authorization requests with PKCE S256, code
-exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
+"""The public login client's side of OpenID Connect (the authorization request is app.auth.authorization):
+code exchange and refresh without a client secret, revocation, end-session URLs and ID-token checks."""
 
 import logging
 import math
@@ -23,17 +23,6 @@ EXCHANGE_REFUSED = "the sign-in could not be completed; please sign in again"
 # RFC 8707: a resource indicator goes on the token request as well as on the authorization request.
 TOKEN_REQUEST_PARAMS = ("resource",)
 REFUSALS = (400, 401)
-FLOW_PARAMS = {
-    "client_id",
-    "response_type",
-    "redirect_uri",
-    "scope",
-    "state",
-    "nonce",
-    "code_challenge",
-    "code_challenge_method",
-    "code_verifier",
-}
 
 
 class RefreshRejected(Exception):
@@ -105,29 +94,11 @@ class LoginClient:
         self.profile = profile
         self._timeout = timeout
         self._leeway = leeway
-        # The flow's own parameters always win over OIDC_AUTH_PARAMS.
-        self._extra_auth_params = {k: v for k, v in (auth_params or {}).items() if k not in FLOW_PARAMS}
-        ignored = sorted(set(auth_params or {}) & FLOW_PARAMS)
-        if ignored:
-            log.warning("OIDC_AUTH_PARAMS: %s ignored, the sign-in flow sets them itself", ", ".join(ignored))
-        self._token_params = {k: v for k, v in self._extra_auth_params.items() if k in TOKEN_REQUEST_PARAMS}
+        self._token_params = {k: v for k, v in (auth_params or {}).items() if k in TOKEN_REQUEST_PARAMS}
 
     def discover(self) -> None:
         """Fetch the provider's discovery document now if it is stale; ProviderUnavailable if it fails."""
         self.provider.metadata()
-
-    def authorization_url(self, *, redirect_uri: str, state: str, nonce: str, verifier: str) -> str:
-        """Where to send the browser to sign in: code flow with the S256 challenge of `verifier`."""
-        url, _ = OAuth2Session(
-            client_id=self.client_id, scope=self.scopes, redirect_uri=redirect_uri, code_challenge_method="S256"
-        ).create_authorization_url(
-            self._endpoint("authorization_endpoint"),
-            state=state,
-            code_verifier=verifier,
-            nonce=nonce,
-            **self._extra_auth_params,
-        )
-        return url
 
     def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
         """The token response for an authorization code; LoginFailed when the provider refuses it."""
@@ -201,8 +172,9 @@ class LoginClient:
             query["id_token_hint"] = id_token
         return f"{endpoint}?{urlencode(query)}"
 
-    def verify_id_token(self, id_token, *, nonce: str | None) -> dict:
-        """The claims of a valid ID token for this client (and `nonce`, when one was sent)."""
+    def verify_id_token(self, id_token, *, nonce: str | None, max_age: int | None = None) -> dict:
+        """The claims of a valid ID token for this client (and `nonce`, when one was sent); with
+        `max_age`, its auth_time no older than that plus the leeway (OpenID Connect Core 3.1.2.1)."""
         if not isinstance(id_token, str):
             raise LoginFailed("the identity provider sent no ID token", status=502, reason="no_id_token")
         try:
@@ -212,7 +184,21 @@ class LoginClient:
         problem = self._id_token_problem(claims, nonce)
         if problem:
             raise LoginFailed(f"the ID token was refused: {problem}", status=502, reason="id_token_refused")
+        if max_age is not None and not self._authenticated_within(claims, max_age):
+            raise LoginFailed(
+                f"the identity provider did not sign you in within the last {max_age} s, as this sign-in asked;"
+                " please sign in again",
+                status=502,
+                reason="stale_auth_time",
+            )
         return claims
+
+    def _authenticated_within(self, claims: dict, max_age: int) -> bool:
+        auth_time = claims.get("auth_time")
+        if not is_number(auth_time) or not math.isfinite(auth_time):
+            return False
+        age = time.time() - auth_time
+        return -self._leeway <= age <= max_age + self._leeway
 
     def _id_token_problem(self, claims: dict, nonce: str | None) -> str | None:
         now = time.time()

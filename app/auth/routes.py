@@ -7,8 +7,9 @@ from ..errors import LoginFailed, Unauthorized
 from ..extensions import rate_limited, services
 from ..prefixes import AUTH_PREFIX
 from ..security import require_csrf_header, sent_csrf_header
-from .flow import new_login_binding, safe_return_to
-from .schemas import ExchangeRequestSchema
+from .flow import safe_return_to
+from .pending import new_login_binding
+from .schemas import ExchangeRequestSchema, LoginRequestSchema
 
 bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 
@@ -17,8 +18,10 @@ bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 @rate_limited("RATE_LIMIT_LOGIN")
 def login():
     config = current_app.config
+    params = _sign_in_request(config["LOGIN_ACR_VALUES"])
+    return_to = safe_return_to(params.pop("return_to"))
     binding = request.cookies.get(config["LOGIN_COOKIE_NAME"]) or new_login_binding()
-    url = services().sign_in.begin(return_to=safe_return_to(request.args.get("return_to")), binding=binding)
+    url = services().sign_in.begin(return_to=return_to, binding=binding, params=params)
     response = redirect(url, 302)
     response.set_cookie(
         config["LOGIN_COOKIE_NAME"],
@@ -93,6 +96,22 @@ def end_one_session(session_id: str):
 def end_other_sessions():
     services().browser_sessions.end_others(_session_cookie())
     return "", 204
+
+
+def _sign_in_request(acr_values: list[str]) -> dict:
+    """The query of GET /auth/login, validated; 400 invalid_request naming the first bad parameter."""
+    schema = LoginRequestSchema(acr_values=acr_values)
+    repeated = sorted(name for name in schema.fields if len(request.args.getlist(name)) > 1)
+    try:
+        if repeated:
+            raise ValidationError({repeated[0]: ["must be sent once"]})
+        return schema.load(request.args)
+    except ValidationError as error:
+        name = sorted(error.messages)[0]
+        why = error.messages[name][0] if isinstance(error.messages[name], list) else "is invalid"
+        raise LoginFailed(
+            f"invalid_request: the sign-in parameter {name} {why}", code="invalid_request", reason="bad_request"
+        ) from None
 
 
 def _session_cookie() -> str:

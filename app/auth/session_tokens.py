@@ -24,6 +24,17 @@ IDLE_TOUCH_SLACK_MS = 60_000
 SESSION_USERS_CACHED = 100_000
 
 
+def proven_authentication(claims: dict) -> dict:
+    """The ID token's `acr` (a string), `amr` (a list of strings) and `auth_time` (an integer), each
+    None when it is absent or of another type."""
+    acr, amr, auth_time = claims.get("acr"), claims.get("amr"), claims.get("auth_time")
+    return {
+        "acr": acr if isinstance(acr, str) and acr else None,
+        "amr": list(amr) if isinstance(amr, list) and all(isinstance(m, str) for m in amr) else None,
+        "auth_time": auth_time if isinstance(auth_time, int) and not isinstance(auth_time, bool) else None,
+    }
+
+
 @dataclass(frozen=True)
 class SessionCredential:
     """What a session cookie stands for: a usable access token, and the user's profile when it was
@@ -81,9 +92,14 @@ class SessionTokens:
         response: dict,
         provider_sid: str | None = None,
         user_agent: str = "unknown browser",
+        acr: str | None = None,
+        amr: list[str] | None = None,
+        auth_time: int | None = None,
     ) -> dict:
         """Store the token response of a fresh sign-in as the token set of session `sid`, and index the
-        session under its user and its provider session (`provider_sid`, the ID token's `sid`)."""
+        session under its user and its provider session (`provider_sid`, the ID token's `sid`). `acr`,
+        `amr` and `auth_time` (how the user authenticated, from proven_authentication) are kept when
+        they have their types, else None."""
         now = time.time()
         base = {
             "id": secrets.token_urlsafe(16),  # the session's public name in "your sessions"; not the cookie
@@ -96,6 +112,7 @@ class SessionTokens:
             "scope": "",
             "user_agent": user_agent,
             "provider_sid": provider_sid,  # kept so a SECRET_KEY rotation can re-index the session
+            **proven_authentication({"acr": acr, "amr": amr, "auth_time": auth_time}),
         }
         record = with_response(base, response, now)
         ref = self._ref(sid)

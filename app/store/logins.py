@@ -9,6 +9,8 @@ import math
 import time
 
 MAX_PENDING = 5
+# A `state` starts with this many characters naming its browser (a hash tag: one cluster slot per browser).
+BROWSER_TAG_LENGTH = 16
 
 # Admit a sign-in to the bound on all of them: one sorted set of sign-in ids scored by expiry (ms),
 # trimmed of the expired. It has a key of its own (a slot of its own in a Redis Cluster), so
@@ -125,4 +127,4 @@ class PendingLogins:
 
     @staticmethod
     def _browser_tag(state: str) -> str:
-        return state.partition(".")[0]
+        return state[:BROWSER_TAG_LENGTH]

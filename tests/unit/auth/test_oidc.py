@@ -1,20 +1,23 @@
-"""The authorization request the login client builds: exactly the contract's parameters, PKCE S256."""
+"""The authorization request a sign-in starts with: exactly the contract's parameters, PKCE S256."""
 
 import base64
 import hashlib
 from urllib.parse import parse_qsl, urlsplit
 
-from app.auth.oidc import LoginClient
+from app.auth.authorization import AuthorizationRequests
 from app.tokens import Provider
 
 SCOPES = "openid svc:profile.private svc:interact.poke"
 
 
-def test_the_authorization_url_carries_exactly_the_contracts_parameters(stub_issuer):
+def requests_for(stub_issuer, **settings) -> AuthorizationRequests:
     provider = Provider(stub_issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
-    client = LoginClient(provider, client_id="profile-poke-web", scopes=SCOPES, timeout=2, leeway=0)
+    return AuthorizationRequests(provider, client_id="profile-poke-web", scopes=SCOPES, timeout=2, **settings)
+
+
+def test_without_a_par_endpoint_the_authorization_url_carries_exactly_the_contracts_parameters(stub_issuer):
     verifier = "v" * 64
-    url = client.authorization_url(
+    url = requests_for(stub_issuer).url(
         redirect_uri="http://127.0.0.1:8000/auth/callback", state="the-state", nonce="the-nonce", verifier=verifier
     )
     assert url.startswith(f"{stub_issuer.issuer}/auth?")
@@ -31,3 +34,18 @@ def test_the_authorization_url_carries_exactly_the_contracts_parameters(stub_iss
         "code_challenge": challenge,
         "code_challenge_method": "S256",
     }
+
+
+def test_a_per_request_parameter_wins_over_oidc_auth_params_and_never_over_the_flows_own(stub_issuer):
+    authorization = requests_for(stub_issuer, auth_params={"prompt": "consent", "audience": "api"})
+    url = authorization.url(
+        redirect_uri="http://127.0.0.1:8000/auth/callback",
+        state="the-state",
+        nonce="the-nonce",
+        verifier="v" * 64,
+        params={"prompt": "login", "login_hint": "alice", "state": "forged", "request_uri": "urn:x"},
+    )
+    query = dict(parse_qsl(urlsplit(url).query))
+    assert (query["prompt"], query["login_hint"], query["audience"]) == ("login", "alice", "api")
+    assert query["state"] == "the-state"
+    assert "request_uri" not in query

@@ -1,4 +1,4 @@
-"""A pending sign-in is stored small, as [verifier, binding digest, return_to]; a record of any other
+"""A pending sign-in is stored small, as [verifier, binding digest, return_to, prompt, max_age]; a record of any other
 shape (an older version's, or written by hand) counts as no sign-in: 400, never a 500."""
 
 import json
@@ -26,14 +26,16 @@ def started(client) -> tuple[str, str]:
         return state, services().store.logins.key(state)
 
 
-def test_a_pending_sign_in_keeps_only_the_verifier_a_binding_digest_and_return_to(app, fake_redis):
+def test_a_pending_sign_in_keeps_only_the_verifier_a_binding_digest_return_to_prompt_and_max_age(app, fake_redis):
     _, key = started(app.test_client())
-    verifier, binding, return_to = json.loads(fake_redis.get(key))
-    assert (len(verifier), len(binding), return_to) == (43, 43, "/")
-    assert len(fake_redis.get(key)) < 100
+    verifier, binding, return_to, prompt, max_age = json.loads(fake_redis.get(key))
+    assert (len(verifier), len(binding), return_to, prompt, max_age) == (43, 43, "/", "", "")
+    assert len(fake_redis.get(key)) < 110
 
 
-@pytest.mark.parametrize("record", [OLDER_SHAPE, ["v" * 43, 5, "/"], ["v" * 43, "b" * 43], "text", None])
+@pytest.mark.parametrize(
+    "record", [OLDER_SHAPE, ["v" * 43, "b" * 43, "/"], ["v" * 43, 5, "/", "", ""], ["v" * 43, "b" * 43], "text", None]
+)
 def test_a_pending_record_of_another_shape_counts_as_an_unknown_sign_in(app, fake_redis, record):
     client = app.test_client()
     state, key = started(client)
