@@ -290,3 +290,16 @@ def rotate_keys(idp_base: str, keep_old: bool, *, same_kid: bool = False) -> str
     resp = requests.post(idp_base.rstrip("/") + "/__dev/rotate-keys", params=params, timeout=TIMEOUT)
     resp.raise_for_status()
     return resp.json()["kid"]
+
+
+def par_mode(idp_base: str, mode: str, *, ms: int | None = None) -> None:
+    """Makes the IdP's PAR endpoint answer as `mode` says (ok, refuse, error, hang, no_request_uri,
+    status_200); `ms` is how long hang holds a request."""
+    params = {"mode": mode, **({"ms": ms} if ms is not None else {})}
+    requests.post(idp_base.rstrip("/") + "/__dev/par", params=params, timeout=TIMEOUT).raise_for_status()
+
+
+def stale_auth_time(idp_base: str, seconds: int) -> None:
+    """Makes the IdP's ID tokens report an auth_time `seconds` older than the real one (0: off)."""
+    url = idp_base.rstrip("/") + "/__dev/stale-auth-time"
+    requests.post(url, params={"seconds": seconds}, timeout=TIMEOUT).raise_for_status()

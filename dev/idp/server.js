@@ -46,6 +46,9 @@
 //                                  RFC 8414 3.1), both, or off; /__dev/stats counts them as server_metadata
 //   IDP_DEMO_OTP                   the one-time code of the second authentication level (default 123456,
 //                                  shown on the code page); see "two authentication levels"
+//   IDP_PAR                        off: no pushed authorization requests (RFC 9126): discovery names no
+//                                  pushed_authorization_request_endpoint and it answers 404 (default on,
+//                                  oidc-provider's own default); see "pushed authorization requests"
 //
 // Two authentication levels: a login proves a password (acr urn:profile-poke:acr:pwd, amr ["pwd"]);
 // when the authorization request asks for urn:profile-poke:acr:pwd-otp (in acr_values, or as the
@@ -63,6 +66,15 @@
 //                              key (a provider that rotates key material under a stable kid)
 //   POST /__dev/delay          ms=N (query): hold every token-endpoint request N ms before answering
 //                              (0 turns it off); for tests of a hanging provider
+//   POST /__dev/par            mode=ok|refuse|error|hang|no_request_uri|status_200 (query): how the PAR
+//                              endpoint answers (refuse: 400 invalid_request, error: 500, hang: held ms=N
+//                              (default 10000) then answered, no_request_uri: 201 without it, status_200:
+//                              a 200 with a request_uri); ok (the default) is the real endpoint
+//   POST /__dev/stale-auth-time seconds=N (query): ID tokens report an auth_time N seconds older than the
+//                              real one (0 turns it off); for the max_age tests
+//   /__dev/stats also lists, under `authorization_requests`, the sign-in parameters of each pushed
+//   request (endpoint `par`) and each authorization request (endpoint `authorization`, with `pushed`
+//   true when it came through a request_uri) (the last 50; never state, nonce or code_challenge)
 //   /__dev/stats also lists, under `traceparents`, the W3C traceparent header of each realm request
 //   that carried one ({path, traceparent}, the last 200), for the tracing tests; reset empties it
 //
@@ -574,6 +586,7 @@ function buildProvider(issuer) {
       // bound to the same key, so its refresh needs a proof too. No server nonces (no nonceSecret,
       // requireNonce stays false); a used proof `jti` is refused (allowReplay false).
       dPoP: { enabled: true, allowReplay: false },
+      pushedAuthorizationRequests: { enabled: PAR_ENABLED },
     },
     // Proof algorithms: the default list (ES256, Ed25519, EdDSA) plus PS256 and RS256. This list
     // replaces the default, it is not merged with it.
@@ -600,6 +613,7 @@ function buildProvider(issuer) {
   });
   provider.proxy = false;
   if (INTROSPECTION_WITHOUT_SUB) answerWithoutSub(provider);
+  signInRequestControls(provider);
 
   // Keycloak-like token responses: refresh_expires_in, and the granted OIDC scopes in `scope`.
   provider.use(async (ctx, next) => {
@@ -684,6 +698,85 @@ function answerWithoutSub(provider) {
     body.username = body.preferred_username; // RFC 7662's name for it; absent on app tokens
     for (const claim of ['sub', 'azp', 'name', 'preferred_username']) delete body[claim];
   });
+}
+
+// ---------------------------------------------------------------------------- pushed authorization requests
+
+// IDP_PAR=off turns RFC 9126 off (oidc-provider enables it by default). POST /__dev/par makes the PAR
+// endpoint refuse, fail or hang; POST /__dev/stale-auth-time makes ID tokens report an older auth_time
+// (a provider that ignores max_age). The sign-in parameters of every pushed and authorization request
+// are noted in the stats, so tests can see what reached the provider and by which channel.
+const PAR_ENABLED = !['off', '0', 'false', 'no'].includes((process.env.IDP_PAR || '').toLowerCase());
+const PAR_MODES = ['ok', 'refuse', 'error', 'hang', 'no_request_uri', 'status_200'];
+const SIGN_IN_PARAMS = ['client_id', 'prompt', 'login_hint', 'max_age', 'acr_values', 'ui_locales', 'redirect_uri', 'scope'];
+const REQUESTS_KEPT = 50;
+let parMode = 'ok';
+let parHangMs = 10_000;
+let staleAuthTimeSeconds = 0;
+
+const SIGN_IN_CONTROLS = {
+  '/__dev/par': (res, query) => {
+    const mode = query.get('mode') || 'ok';
+    const ms = Number(query.get('ms') ?? 10_000);
+    if (!PAR_MODES.includes(mode) || !Number.isInteger(ms) || ms < 0 || ms > 60_000) {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: `mode must be ${PAR_MODES.join('|')}, ms 0..60000` });
+    }
+    [parMode, parHangMs] = [mode, ms];
+    return sendJson(res, 200, { par_mode: mode, ms });
+  },
+  '/__dev/stale-auth-time': (res, query) => {
+    const seconds = Number(query.get('seconds'));
+    if (!Number.isInteger(seconds) || seconds < 0 || seconds > 31_536_000 * 2) {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: 'seconds must be 0..63072000' });
+    }
+    staleAuthTimeSeconds = seconds;
+    return sendJson(res, 200, { stale_auth_time_seconds: seconds });
+  },
+};
+
+async function parFault(ctx) {
+  if (parMode === 'hang') {
+    await new Promise((resolve) => { setTimeout(resolve, parHangMs); });
+    return false;
+  }
+  const answers = {
+    refuse: [400, { error: 'invalid_request', error_description: 'refused by /__dev/par' }],
+    error: [500, { error: 'server_error' }],
+    no_request_uri: [201, { expires_in: 60 }],
+    status_200: [200, { request_uri: 'urn:ietf:params:oauth:request_uri:dev-status-200', expires_in: 60 }],
+  };
+  if (!answers[parMode]) return false;
+  [ctx.status, ctx.body] = answers[parMode];
+  ctx.set('Cache-Control', 'no-store');
+  return true;
+}
+
+function noteSignInParams(ctx) {
+  const { route, params, entities } = ctx.oidc ?? {};
+  if (!params || !['authorization', 'pushed_authorization_request'].includes(route)) return;
+  const seen = Object.fromEntries(SIGN_IN_PARAMS.filter((name) => params[name] !== undefined).map((name) => [name, params[name]]));
+  const entry = { endpoint: route === 'authorization' ? 'authorization' : 'par', status: ctx.status, params: seen };
+  if (route === 'authorization') entry.pushed = Boolean(entities?.PushedAuthorizationRequest);
+  stats.authorization_requests ??= [];
+  stats.authorization_requests.push(entry);
+  if (stats.authorization_requests.length > REQUESTS_KEPT) stats.authorization_requests.shift();
+}
+
+function signInRequestControls(oidcProvider) {
+  oidcProvider.use(async (ctx, next) => {
+    if (ctx.method === 'POST' && ctx.path === ROUTES.pushed_authorization_request && await parFault(ctx)) return;
+    try {
+      await next();
+    } finally {
+      noteSignInParams(ctx);
+    }
+  });
+  const { payload } = oidcProvider.IdToken.prototype;
+  oidcProvider.IdToken.prototype.payload = async function stalePayload() {
+    const claims = await payload.call(this);
+    if (staleAuthTimeSeconds && typeof claims.auth_time === 'number') claims.auth_time -= staleAuthTimeSeconds;
+    return claims;
+  };
 }
 
 // ---------------------------------------------------------------------------- endpoints missing from discovery
@@ -776,6 +869,7 @@ async function devApi(req, res, path, query) {
     tokenDelayMs = ms;
     return sendJson(res, 200, { token_delay_ms: ms });
   }
+  if (req.method === 'POST' && SIGN_IN_CONTROLS[path]) return SIGN_IN_CONTROLS[path](res, query);
   if (req.method === 'POST' && path === '/__dev/rotate-keys') {
     const raw = (await readBody(req)).toString('utf8').trim();
     let keepOld = query.get('keep_old');

@@ -21,12 +21,19 @@ pytestmark = pytest.mark.integration
 UNKNOWN_SIGN_IN = "this sign-in is unknown, already used or expired; please sign in again"
 
 
+@pytest.fixture
+def front_channel_app(make_app):
+    """An app that sends the authorization parameters through the browser (OIDC_PAR=off), so a test can
+    read them, state included, from the redirect."""
+    return make_app(OIDC_PAR="off")
+
+
 def query_of(url: str) -> dict:
     return {name: values[0] for name, values in parse_qs(urlsplit(url).query).items()}
 
 
-def test_login_redirects_to_the_discovered_authorization_endpoint_with_pkce_s256(client, idp):
-    url = start_login(client)
+def test_login_redirects_to_the_discovered_authorization_endpoint_with_pkce_s256(front_channel_app, idp):
+    url = start_login(front_channel_app.test_client())
     discovery = oidc_driver.discover(idp.issuer)
     assert url.startswith(discovery["authorization_endpoint"] + "?")
     query = query_of(url)
@@ -84,19 +91,19 @@ def test_open_redirects_through_return_to_fall_back_to_the_root(app, target):
     assert urlsplit(location).netloc == ""
 
 
-def test_the_pending_login_lives_in_its_own_short_lived_key(app, idp, redis):
-    client = app.test_client()
+def test_the_pending_login_lives_in_its_own_short_lived_key(front_channel_app, idp, redis):
+    client = front_channel_app.test_client()
     state = query_of(start_login(client))["state"]
-    key = app.extensions["profile_poke"].store.logins.key(state)
+    key = front_channel_app.extensions["profile_poke"].store.logins.key(state)
     assert 0 < redis.ttl(key) <= 600
-    verifier, _, return_to = json.loads(redis.get(key))
-    assert (len(verifier), return_to) == (43, "/")
+    verifier, _, return_to, prompt, max_age = json.loads(redis.get(key))
+    assert (len(verifier), return_to, prompt, max_age) == (43, "/", "", "")
 
 
-def test_the_code_challenge_is_the_s256_of_the_stored_verifier(app, redis):
-    client = app.test_client()
+def test_the_code_challenge_is_the_s256_of_the_stored_verifier(front_channel_app, redis):
+    client = front_channel_app.test_client()
     query = query_of(start_login(client))
-    verifier = json.loads(redis.get(app.extensions["profile_poke"].store.logins.key(query["state"])))[0]
+    verifier = json.loads(redis.get(front_channel_app.extensions["profile_poke"].store.logins.key(query["state"])))[0]
     assert 43 <= len(verifier) <= 128
     digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     assert query["code_challenge"] == digest
@@ -156,8 +163,8 @@ def test_a_callback_with_another_browsers_state_fails(app, idp):
     assert idp.stats()["token"]["authorization_code"] == 0
 
 
-def test_an_error_callback_shows_the_escaped_error_and_exchanges_nothing(app, idp):
-    client = app.test_client()
+def test_an_error_callback_shows_the_escaped_error_and_exchanges_nothing(front_channel_app, idp):
+    client = front_channel_app.test_client()
     state = query_of(start_login(client))["state"]
     idp.reset_stats()
     response = client.get(
@@ -179,10 +186,10 @@ def test_an_error_callback_shows_the_escaped_error_and_exchanges_nothing(app, id
     assert (used_up.status_code, error_page_message(used_up)) == (400, UNKNOWN_SIGN_IN)  # the state was used up
 
 
-def test_an_error_callback_without_our_state_shows_no_provider_text(app, idp):
-    client = app.test_client()
+def test_an_error_callback_without_our_state_shows_no_provider_text(front_channel_app, idp):
+    client = front_channel_app.test_client()
     start_login(client)  # a login cookie of its own, and a state the attacker does not know
-    attacker = app.test_client()
+    attacker = front_channel_app.test_client()
     forged_state = query_of(start_login(attacker))["state"]
     for state in (None, "made-up", forged_state):
         query = {"error": "access_denied", "error_description": "Call +1-555-0100 to unlock", "iss": idp.issuer}
@@ -210,8 +217,8 @@ def test_rfc9207_a_missing_or_foreign_iss_fails_the_sign_in(app, idp, keys_of, i
 
 
 @pytest.mark.parametrize("iss", [None, "https://evil.example/realms/dev"])
-def test_rfc9207_an_error_response_without_our_iss_shows_no_provider_text(app, idp, iss):
-    client = app.test_client()
+def test_rfc9207_an_error_response_without_our_iss_shows_no_provider_text(front_channel_app, idp, iss):
+    client = front_channel_app.test_client()
     state = query_of(start_login(client))["state"]
     query = {"state": state, "error": "access_denied", "error_description": "mixed up", **({"iss": iss} if iss else {})}
     page = client.get("/auth/callback", query_string=query).get_data(as_text=True)
