@@ -103,6 +103,7 @@ async function refreshSession() {
   const session = response.ok ? await response.json() : { authenticated: false };
   $("status").textContent = session.authenticated ? `Signed in as ${session.user}` : "Signed out";
   show("signin", !session.authenticated);
+  if (session.authenticated) show("signin-hint", false);
   show("signout", session.authenticated);
   show("poke", session.authenticated);
   show("own", false);
@@ -167,5 +168,36 @@ $("poke-form").addEventListener("submit", async (event) => {
   else result.textContent = (body.error && body.error.message) || "The poke failed.";
 });
 
+// Silent sign-in, once per tab: when this page has no session, ask the provider without any page of
+// its own (prompt=none). With a provider session the browser comes back signed in; otherwise the
+// callback sends it back here with ?signin_error=<code>. The flag in sessionStorage stops a loop.
+const SILENT_TRIED = "silentSignInTried";
+// The provider knows the user but needs a click (consent, an account choice, ...): say so.
+const ONE_CLICK_AWAY = ["consent_required", "interaction_required", "account_selection_required"];
+
+function takeSigninError() {
+  const url = new URL(window.location.href);
+  const code = url.searchParams.get("signin_error");
+  if (code !== null) {
+    url.searchParams.delete("signin_error");
+    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+  return code;
+}
+
+async function start() {
+  const code = takeSigninError();
+  const response = await api("/auth/session");
+  const session = response.ok ? await response.json() : { authenticated: false };
+  if (!session.authenticated && code === null && !sessionStorage.getItem(SILENT_TRIED)) {
+    sessionStorage.setItem(SILENT_TRIED, "1");
+    const back = window.location.pathname + window.location.search;
+    window.location.assign(`/auth/login?prompt=none&return_to=${encodeURIComponent(back)}`);
+    return;
+  }
+  show("signin-hint", !session.authenticated && ONE_CLICK_AWAY.includes(code));
+  await refreshSession();
+}
+
 $("poke-username").value = new URLSearchParams(window.location.search).get("poke") || "";
-refreshSession();
+start();

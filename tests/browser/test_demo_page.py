@@ -73,6 +73,7 @@ def test_sign_in_profile_poke_cooldown_and_sign_out(page, live_app, redis):
 
 def test_an_unknown_user_lookup_shows_the_plain_text_message(page, live_app):
     page.goto(f"{live_app.url}/")
+    expect(page.locator("#status")).to_have_text("Signed out")  # after the page's one silent sign-in
     page.fill("#lookup-username", "nobody")
     page.click("#lookup-form button")
     expect(page.locator("#lookup-result")).to_have_text("user not found")

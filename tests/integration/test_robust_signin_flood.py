@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from app import create_app
-from app.auth.flow import MAX_RETURN_TO, new_login_binding
+from app.auth.flow import MAX_RETURN_TO
+from app.auth.pending import new_login_binding
 from app.extensions import make_redis
 from config import Config
 from dev.services import free_port, start_redis

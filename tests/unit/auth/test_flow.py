@@ -17,7 +17,7 @@ from tests.helpers.settings import CSRF, SESSION_COOKIE
 from tests.helpers.stub_issuer import b64url
 
 CLIENT_ID = "profile-poke-web"
-UNKNOWN_STATE = "0123456789abcdef." + "A" * 43  # shaped like the app's states, but never issued
+UNKNOWN_STATE = "0123456789abcdef" + "A" * 43  # shaped like the app's states, but never issued
 ALL_SCOPES = ["openid", "svc:interact.poke", "svc:profile.private"]
 
 
