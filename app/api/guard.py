@@ -178,10 +178,12 @@ class Guard:
         nothing at all while STEP_UP_ACR and STEP_UP_MAX_AGE are unset."""
         if not self._step_up.active:
             return
-        self.enabled_profile(caller)
         try:
             self._step_up.check(acr=caller.acr, auth_time=caller.auth_time)
         except InsufficientUserAuthentication as refused:
+            # Only a refusal reads the account here: one that passes is checked by whoever reads it
+            # next (the poke script), so a disabled account still hears 403 first, at no extra cost.
+            self.enabled_profile(caller)
             if request.headers.get("Authorization", "").lstrip().lower().startswith(f"{DPOP} "):
                 g.dpop_failure = (refused.code, refused.message, refused.parameters())  # the DPoP challenge too
             raise

@@ -151,8 +151,10 @@ def test_an_application_token_hears_forbidden_not_step_up(make_app, idp):
     assert response.json["error"] == {"code": "forbidden", "message": "a user-delegated token is required"}
 
 
-def test_a_disabled_account_hears_forbidden_not_step_up(make_app, idp):
-    response = poke(make_app(**STEP_UP).test_client(), bearer(idp.user_tokens("dave")["access_token"]))
+@pytest.mark.parametrize("acr_values", [None, ACR_OTP], ids=["password", "one-time code"])
+def test_a_disabled_account_hears_forbidden_not_step_up_at_either_level(make_app, idp, acr_values):
+    token = idp.user_tokens("dave", acr_values=acr_values)["access_token"]
+    response = poke(make_app(**STEP_UP).test_client(), bearer(token))
     assert response.status_code == 403
     assert response.json["error"] == {"code": "forbidden", "message": "the account is disabled"}
 
