@@ -85,7 +85,6 @@ class AuthorizationRequests:
         """Where to send the browser; `params` (per sign-in) win over OIDC_AUTH_PARAMS. A PAR failure
         is LoginFailed (502), never a fallback to the front channel."""
         query = {
-            **self.requested(params),
             "client_id": self._client_id,
             "response_type": "code",
             "redirect_uri": redirect_uri,
@@ -94,6 +93,7 @@ class AuthorizationRequests:
             "nonce": nonce,
             "code_challenge": code_challenge(verifier),
             "code_challenge_method": "S256",
+            **self.requested(params),  # never one of the flow's own (FLOW_PARAMS)
         }
         authorize = self._provider.endpoint("authorization_endpoint")
         if not authorize:

@@ -68,7 +68,7 @@ def _pending_verifier(app, callback_url: str) -> str | None:
         return None
     store = app.extensions["profile_poke"].store
     raw = store.redis.get(store.logins.key(state))
-    return json.loads(raw)[0] if raw else None  # the record is [verifier, binding digest, return_to]
+    return json.loads(raw)[0] if raw else None  # the record is [verifier, binding digest, return_to, ...]
 
 
 def cookie_value(client, name: str = SESSION_COOKIE) -> str | None:

@@ -30,10 +30,10 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
     try:
         http = requests.Session()
         authorize = http.get(f"{base}/auth/login", allow_redirects=False, timeout=10).headers["Location"]
-        state = parse_qs(urlsplit(authorize).query)["state"][0]
+        callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
+        state = parse_qs(urlsplit(callback).query)["state"][0]  # with PAR, not in the first redirect
         pending_key = PendingLogins(redis, Keys(env["REDIS_KEY_PREFIX"]), max_total=1).key(state)
         verifier = json.loads(redis.get(pending_key))[0]
-        callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
         secrets_seen += [verifier, parse_qs(urlsplit(callback).query)["code"][0], state]
         assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
         first = stored_tokens(redis, env, http)

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from app.auth.pending import nonce_of
 from app.extensions import make_redis
 from app.store.keys import Keys
 from app.store.logins import PendingLogins
@@ -72,10 +73,11 @@ def signed_in(traced, redis_url):
     redis = make_redis(redis_url, socket_timeout=5)
     http = requests.Session()
     authorize = http.get(f"{live.url}/auth/login", allow_redirects=False, timeout=10).headers["Location"]
-    state = parse_qs(urlsplit(authorize).query)["state"][0]
+    callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
+    # With PAR the state and nonce never pass through the browser before the callback.
+    state = parse_qs(urlsplit(callback).query)["state"][0]
     pending_key = PendingLogins(redis, Keys(live.env["REDIS_KEY_PREFIX"]), max_total=1).key(state)
     verifier = json.loads(redis.get(pending_key))[0]
-    callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
     code = parse_qs(urlsplit(callback).query)["code"][0]
     assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
     assert http.get(f"{live.url}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200
@@ -85,7 +87,8 @@ def signed_in(traced, redis_url):
         "code": code,
         "state": state,
         "verifier": verifier,
-        "nonce": parse_qs(urlsplit(authorize).query)["nonce"][0],
+        "nonce": nonce_of(verifier),
+        "request_uri": parse_qs(urlsplit(authorize).query)["request_uri"][0],
         **{name: tokens[name] for name in ("access_token", "refresh_token", "id_token")},
         **{f"cookie {cookie.name}": cookie.value for cookie in http.cookies},
         **{f"sealed {name}": value for name, value in sealed.items() if isinstance(value, str) and len(value) > 20},
