@@ -50,7 +50,7 @@ unit: $(VENV)/.installed
 # `make token USER=alice`; with DPOP=ES256 (or PS256, RS256) a DPoP-bound token, its key in .dev/dpop-<alg>.json.
 token: $(VENV)/.installed
 	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }
-	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.mint_token user "$(USER)"$(if $(DPOP), --dpop "$(DPOP)")
+	@set -a && . ./.dev/dev.env && set +a && $(BIN)/python -m dev.mint_token user "$(USER)"$(if $(DPOP), --dpop "$(DPOP)")$(if $(ACR), --acr "$(ACR)")
 
 app-token: $(VENV)/.installed
 	@test -f .dev/dev.env || { echo "start the service first: make dev" >&2; exit 1; }

@@ -1,11 +1,13 @@
 """Settings, read once from the environment. Names of the variables are part of the interface."""
 
 import os
+import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 from limits import parse_many
 
+ACR_VALUE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # visible ASCII but the quote and the backslash
 PROVIDER_PROFILES = ("generic", "keycloak", "auth0", "okta", "entra", "cognito")
 
 
@@ -150,6 +152,10 @@ class Config:
         ):
             raise ConfigError("INTROSPECTION_CLIENT_ID and INTROSPECTION_CLIENT_SECRET are required for introspection")
 
+        # Step-up (RFC 9470) for sensitive actions: acceptable acr values, oldest acceptable sign-in.
+        self.STEP_UP_ACR = self._acr_values("STEP_UP_ACR")
+        self.STEP_UP_MAX_AGE = self._number("STEP_UP_MAX_AGE", "") if env.get("STEP_UP_MAX_AGE") else None
+
         # Browser sessions
         self.SECRET_KEY = self._required("SECRET_KEY")
         if len(self.SECRET_KEY) < 32:
@@ -190,6 +196,13 @@ class Config:
         if not value:
             raise ConfigError(f"{name} is required; see .env.example")
         return value
+
+    def _acr_values(self, name: str) -> tuple[str, ...]:
+        values = tuple(self._env.get(name, "").split())
+        # They are sent in a quoted WWW-Authenticate parameter (RFC 9470 3) and in URLs.
+        if any(not ACR_VALUE.fullmatch(value) for value in values):
+            raise ConfigError(f"{name} must be space-separated acr values of printable characters, no quotes")
+        return values
 
     def _list(self, name: str) -> list[str]:
         return [item.strip() for item in self._env.get(name, "").split(",") if item.strip()]

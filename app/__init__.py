@@ -9,6 +9,7 @@ from config import Config
 
 from .api.guard import Guard
 from .api.routes import bp as api_bp
+from .api.step_up import StepUpPolicy
 from .auth.authorization import AuthorizationRequests
 from .auth.backchannel import BackchannelLogout
 from .auth.browser_sessions import BrowserSessions
@@ -121,6 +122,7 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
             store.profiles,
             session_cookie=config.SESSION_COOKIE_NAME,
             proofs=dpop_proofs(config, store),
+            step_up=StepUpPolicy(config.STEP_UP_ACR, config.STEP_UP_MAX_AGE),
         ),
         sign_in=SignIn(
             login_client,

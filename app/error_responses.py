@@ -33,8 +33,8 @@ USERS_PREFIX = f"{API_PREFIX}/users/"
 log = logging.getLogger(__name__)
 
 
-def _envelope(status: int, code: str, message: str, headers=None):
-    return jsonify(error={"code": code, "message": message}), status, headers or {}
+def _envelope(status: int, code: str, message: str, headers=None, members=None):
+    return jsonify(error={"code": code, "message": message, **(members or {})}), status, headers or {}
 
 
 def _wants_page() -> bool:
@@ -44,7 +44,7 @@ def _wants_page() -> bool:
 def handle_api_error(error: ApiError):
     if _wants_page():
         return render_template("auth_error.html", message=error.message), error.status, error.headers()
-    return _envelope(error.status, error.code, error.message, error.headers())
+    return _envelope(error.status, error.code, error.message, error.headers(), error.members())
 
 
 def handle_bad_logout_token(error: BadLogoutToken):

@@ -20,6 +20,10 @@ class ApiError(Exception):
     def headers(self) -> dict[str, str]:
         return {}
 
+    def members(self) -> dict:
+        """Members the envelope's `error` object carries beside `code` and `message`."""
+        return {}
+
 
 class _BearerError(ApiError):
     """A 401 or 403, which always carries `WWW-Authenticate: Bearer` (RFC 6750 section 3)."""
@@ -53,6 +57,30 @@ class InsufficientScope(_BearerError):
 
     def challenge(self) -> str:
         return f'Bearer realm="{REALM}", error="insufficient_scope", scope="{self.scope}"'
+
+
+class InsufficientUserAuthentication(_BearerError):
+    """A sign-in too weak or too old for the action (RFC 9470): the client signs in again with
+    `acr_values` / `max_age` and retries."""
+
+    status, code = 401, "insufficient_user_authentication"
+
+    def __init__(self, message: str, *, acr_values: str | None, max_age: int | None):
+        super().__init__(message)
+        self.acr_values, self.max_age = acr_values, max_age
+
+    def parameters(self) -> str:
+        """The challenge's auth-params (RFC 9470 3), for whichever scheme the client used."""
+        wanted = f', acr_values="{self.acr_values}"' if self.acr_values else ""
+        fresh = f', max_age="{self.max_age}"' if self.max_age is not None else ""
+        return f'error="{self.code}", error_description="{self.message}"{wanted}{fresh}'
+
+    def challenge(self) -> str:
+        return f'Bearer realm="{REALM}", {self.parameters()}'
+
+    def members(self) -> dict:
+        wanted = {"acr_values": self.acr_values} if self.acr_values else {}
+        return {**wanted, **({"max_age": self.max_age} if self.max_age is not None else {})}
 
 
 class SessionEnded(Unauthorized):

@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     user.add_argument("username")
     user.add_argument("--scope", help="scopes to request (default: OIDC_SCOPES or the app's default)")
     user.add_argument("--dpop", metavar="ALG", choices=ALGORITHMS, help="bind the token to a DPoP key for ALG")
+    user.add_argument("--acr", help="acr_values to ask the provider for (default: STEP_UP_ACR, so that pokes pass)")
     app = sub.add_parser("app", help="client-credentials token of IDP_API_CLIENT_ID")
     app.add_argument("--scope", help="scopes to request (default: all of the client's API scopes)")
     args = parser.parse_args(argv)
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 _env("IDP_DEMO_PASSWORD", "demo"),
                 scope=args.scope or os.environ.get("OIDC_SCOPES") or DEFAULT_SCOPE,
                 dpop_key=_dpop_key(args.dpop) if args.dpop else None,
+                acr_values=args.acr or os.environ.get("STEP_UP_ACR") or None,
             )
         else:
             tokens = app_token(

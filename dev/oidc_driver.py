@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 TIMEOUT = 10
 DEFAULT_SCOPE = "openid svc:profile.private svc:interact.poke"
+# The dev provider's two authentication levels (dev/idp/server.js) and its one-time code.
+ACR_PASSWORD = "urn:profile-poke:acr:pwd"
+ACR_OTP = "urn:profile-poke:acr:pwd-otp"
+DEMO_OTP = "123456"
 _MAX_HOPS = 20
 
 
@@ -106,12 +110,15 @@ def _metadata(issuer: str) -> dict:
     return discover(issuer)
 
 
-def login_at_idp(http: requests.Session, authorize_url: str, username: str, password: str) -> str:
-    """Follows the IdP from an authorization URL through its login form; returns the redirect to the client."""
+def login_at_idp(
+    http: requests.Session, authorize_url: str, username: str, password: str, *, otp: str = DEMO_OTP
+) -> str:
+    """Follows the IdP from an authorization URL through its login form (and its one-time-code form, when
+    the request asked for that level); returns the redirect to the client."""
     redirect_uri = parse_qs(urlsplit(authorize_url).query).get("redirect_uri", [""])[0]
     idp_origin = urlsplit(authorize_url).netloc
     resp = http.get(authorize_url, allow_redirects=False, timeout=TIMEOUT)
-    posted = False
+    posted = otp_posted = False
     for _ in range(_MAX_HOPS):
         if resp.is_redirect:
             location = urljoin(resp.url, resp.headers["Location"])
@@ -129,6 +136,11 @@ def login_at_idp(http: requests.Session, authorize_url: str, username: str, pass
                 raise LoginFailed(page.error.strip() or "login refused")
             posted = True
             resp = _submit(http, resp.url, form, {"username": username, "password": password})
+        elif "otp" in form["fields"]:
+            if otp_posted:
+                raise LoginFailed(page.error.strip() or "one-time code refused")
+            otp_posted = True
+            resp = _submit(http, resp.url, form, {"otp": otp})
         else:
             resp = _submit(http, resp.url, form, {})
     raise DriverError("too many redirects at the IdP")
@@ -142,8 +154,10 @@ def user_tokens(
     password: str,
     scope: str = DEFAULT_SCOPE,
     dpop_key: DpopKey | None = None,
+    acr_values: str | None = None,
 ) -> dict:
     """Logs a user in with Authorization Code + PKCE S256 as a public client; returns the token response.
+    With `acr_values`, the authorization request asks for that authentication level.
     With `dpop_key`, the code exchange carries a DPoP proof: the tokens are bound to that key (token_type
     DPoP, `cnf.jkt` in the access token), and so is the refresh token."""
     meta = _metadata(issuer)
@@ -157,6 +171,7 @@ def user_tokens(
         "nonce": nonce,
         "code_challenge": create_s256_code_challenge(verifier),
         "code_challenge_method": "S256",
+        **({"acr_values": acr_values} if acr_values else {}),
     }
     with requests.Session() as http:
         final = login_at_idp(http, meta["authorization_endpoint"] + "?" + urlencode(params), username, password)

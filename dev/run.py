@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from dev.oidc_driver import ACR_OTP, ACR_PASSWORD, DEMO_OTP
 from dev.otlp_receiver import Receiver, TracePrinter
 from dev.services import ROOT, StartFailed, free_port, idp_issuer, start_gunicorn, start_idp, start_redis, supervised
 
@@ -82,6 +83,9 @@ def _run(started: list) -> int:
         "REDIS_URL": redis_url,
         "SECRET_KEY": dev_secrets["SECRET_KEY"],
         "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
+        # Step-up on show: a password sign-in may do everything but poke, which wants the one-time code.
+        "LOGIN_ACR_VALUES": f"{ACR_PASSWORD} {ACR_OTP}",
+        "STEP_UP_ACR": ACR_OTP,
     }
     _write_env(env)
     subprocess.run(
@@ -99,6 +103,7 @@ def _run(started: list) -> int:
 Profile & Poke is running (dev identity provider: {idp_issuer(IDP_PORT)}, Redis: {redis_url}).
 
   Demo page       {base}   (sign in as alice, bob, carol or erin; password: demo; dave is disabled)
+  Step-up         poking asks for a stronger sign-in: password, then the one-time code {DEMO_OTP}
   API             {base}api/v1/openapi.json
   User token      make token USER=alice      (code + PKCE flow, driven headlessly)
   DPoP token      make token USER=alice DPOP=ES256   (bound to .dev/dpop-ES256.json; see docs/dpop.md)

@@ -4,29 +4,35 @@ in the contract's order (see `Guard.authorize`).
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import NamedTuple
 
 from flask import g, request
 
 from ..addresses import client_key
 from ..auth.session_tokens import SessionTokens
-from ..errors import ApiError, Forbidden, InsufficientScope, InvalidToken, Unauthorized
+from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
 from ..metrics import count_dpop_refusal
 from ..security import require_csrf_header
 from ..store.profiles import NoProfile, Profile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import AccessTokens, IntrospectedTokens, Principal
 from ..tokens.dpop import DpopProofs
+from .step_up import StepUpPolicy
 
 BEARER, DPOP = "bearer", "dpop"
+STEP_UP_OFF = StepUpPolicy()
 
 log = logging.getLogger(__name__)
 
 
 class Caller(NamedTuple):
-    """A user allowed to call: the username, and the profile when it came with the credential."""
+    """A user allowed to call: the username, the profile when it came with the credential, and how
+    the user signed in (`acr`, `auth_time`: the token's claims, or a cookie session's)."""
 
     username: str
     profile: Profile | None = None
+    acr: str | None = None
+    auth_time: int | None = None
 
 
 class Credential(NamedTuple):
@@ -69,12 +75,14 @@ class Guard:
         *,
         session_cookie: str,
         proofs: DpopProofs | None = None,
+        step_up: StepUpPolicy = STEP_UP_OFF,
     ):
         self._access_tokens = access_tokens
         self._session_tokens = session_tokens
         self._profiles = profiles
         self._session_cookie = session_cookie
         self._proofs = proofs  # None: DPOP=off, the DPoP scheme is refused
+        self._step_up = step_up
 
     def optional_principal(self) -> Principal | None:
         """The caller of a public route: a sent token must be valid; the session cookie is ignored."""
@@ -94,14 +102,16 @@ class Guard:
         require_csrf_header(request.headers)
         session = self._session_tokens.credential_for_cookie(cookie)
         try:
-            return self._bearer_principal(session.access_token), session.profile
+            principal = self._bearer_principal(session.access_token)
         except InvalidToken:
             # Some providers revoke the old access token when a refresh rotates the refresh token: a
             # request that read the session before another one's refresh finished holds a dead token.
             newer = self._session_tokens.newer_access_token(cookie, session.access_token)
             if newer is None:
                 raise
-            return self._bearer_principal(newer), session.profile
+            principal = self._bearer_principal(newer)
+        # A cookie call is judged by how its session signed in, whatever its access token says.
+        return replace(principal, acr=session.acr, auth_time=session.auth_time), session.profile
 
     def _principal(self, sent: Credential) -> Principal:
         """The one place an access token is validated: the token, then its sender constraint."""
@@ -155,8 +165,25 @@ class Guard:
         except NoProfile:
             raise Forbidden("this account has no profile") from None
         g.user = username  # for the access log
-        return Caller(username, profile if profile is not None and profile.username == username else None)
+        profile = profile if profile is not None and profile.username == username else None
+        return Caller(username, profile, principal.acr, principal.auth_time)
 
     def enabled_profile(self, caller: Caller) -> Profile:
         """The caller's profile, read unless it came with the credential; 403 forbidden when disabled."""
         return require_enabled(caller.profile or self._profiles.get(caller.username))
+
+    def stepped_up(self, caller: Caller) -> None:
+        """The last checks of a sensitive action: the caller's account enabled (403 forbidden), then
+        its sign-in strong and recent enough (401 insufficient_user_authentication, RFC 9470);
+        nothing at all while STEP_UP_ACR and STEP_UP_MAX_AGE are unset."""
+        if not self._step_up.active:
+            return
+        try:
+            self._step_up.check(acr=caller.acr, auth_time=caller.auth_time)
+        except InsufficientUserAuthentication as refused:
+            # Only a refusal reads the account here: one that passes is checked by whoever reads it
+            # next (the poke script), so a disabled account still hears 403 first, at no extra cost.
+            self.enabled_profile(caller)
+            if request.headers.get("Authorization", "").lstrip().lower().startswith(f"{DPOP} "):
+                g.dpop_failure = (refused.code, refused.message, refused.parameters())  # the DPoP challenge too
+            raise

@@ -18,8 +18,10 @@ from .schemas import (
     PublicProfileSchema,
 )
 from .scopes import declared_scope
+from .step_up import needs_step_up
 
-# The view behind each operation: its declared scope (app.api.scopes) is the operation's security.
+# The view behind each operation: its declared scope (app.api.scopes) is the operation's security,
+# and its step-up declaration (app.api.step_up) gives its 401 the RFC 9470 challenge.
 OPERATIONS = {
     ("/users/{username}", "get"): "api.public_profile",
     ("/me/profile", "get"): "api.own_profile",
@@ -49,6 +51,20 @@ _COMMON = {
 }
 
 
+def _step_up_401(acr_values: tuple[str, ...], max_age: int | None) -> dict:
+    """The 401 of a sensitive action: the usual ones, and RFC 9470's challenge under this app's policy."""
+    wanted = [f"`acr` one of `{' '.join(acr_values)}`"] if acr_values else []
+    wanted += [f"a sign-in at most {max_age} s old (`auth_time`)"] if max_age is not None else []
+    policy = " and ".join(wanted) or "nothing here (STEP_UP_ACR and STEP_UP_MAX_AGE are unset)"
+    return _error(
+        "no valid credentials (`unauthorized`, `invalid_token`), or `insufficient_user_authentication` "
+        f"(RFC 9470): the sign-in behind the token or session must show {policy}; the envelope and the "
+        'challenge (`error="insufficient_user_authentication"`) carry `acr_values` / `max_age` to sign in '
+        "again with (`/auth/login?acr_values=...&max_age=...`)",
+        _CHALLENGE,
+    )
+
+
 def _security(scope: str | None, dpop: bool) -> list[dict]:
     """A public operation takes no credentials or any access token; a protected one a token with its
     scope (as a bearer token, or DPoP-bound with a proof), or the session cookie."""
@@ -58,7 +74,12 @@ def _security(scope: str | None, dpop: bool) -> list[dict]:
     return [*({scheme: [scope]} for scheme in tokens), {"session": []}]
 
 
-def _paths(scopes: dict[tuple[str, str], str | None], dpop: bool) -> dict:
+def _paths(
+    scopes: dict[tuple[str, str], str | None],
+    dpop: bool,
+    step_up_operations: tuple[tuple[str, str], ...] = (),
+    step_up: tuple[tuple[str, ...], int | None] = ((), None),
+) -> dict:
     paths = {
         "/users/{username}": {
             "get": {
@@ -107,12 +128,19 @@ def _paths(scopes: dict[tuple[str, str], str | None], dpop: bool) -> dict:
     }
     for (path, method), scope in scopes.items():
         paths[path][method]["security"] = _security(scope, dpop)
+    for path, method in step_up_operations:
+        paths[path][method]["responses"]["401"] = _step_up_401(*step_up)
     return paths
 
 
 @cache
 def _document(
-    issuer: str, cookie_name: str, scopes: tuple[tuple[tuple[str, str], str | None], ...], dpop: bool
+    issuer: str,
+    cookie_name: str,
+    scopes: tuple[tuple[tuple[str, str], str | None], ...],
+    dpop: bool,
+    step_up_operations: tuple[tuple[str, str], ...] = (),
+    step_up: tuple[tuple[str, ...], int | None] = ((), None),
 ) -> dict:
     spec = APISpec(
         title="Profile & Poke API",
@@ -157,7 +185,7 @@ def _document(
             "description": f"same-origin browser session; every call also needs the header {CSRF_HEADER}: 1",
         },
     )
-    for path, operations in _paths(dict(scopes), dpop).items():
+    for path, operations in _paths(dict(scopes), dpop, step_up_operations, step_up).items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
 
@@ -166,4 +194,10 @@ def openapi_document(view_functions: dict) -> dict:
     """The document for this app's issuer and the scopes its views declare (built once per process)."""
     config = current_app.config
     scopes = tuple((operation, declared_scope(view_functions[endpoint])) for operation, endpoint in OPERATIONS.items())
-    return _document(config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], scopes, config["DPOP"])
+    sensitive = tuple(
+        operation for operation, endpoint in OPERATIONS.items() if needs_step_up(view_functions[endpoint])
+    )
+    step_up = (tuple(config["STEP_UP_ACR"]), config["STEP_UP_MAX_AGE"])
+    return _document(
+        config["OIDC_ISSUER_URL"], config["SESSION_COOKIE_NAME"], scopes, config["DPOP"], sensitive, step_up
+    )

@@ -14,6 +14,7 @@ from .openapi import openapi_document
 from .pokes import poke
 from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
 from .scopes import declare_scope, declared_scope
+from .step_up import needs_step_up, step_up_required
 
 bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
@@ -24,13 +25,17 @@ OWN_PROFILE = OwnProfileEnvelopeSchema()
 
 
 def for_user_with_scope(setting: str):
-    """The view serves a user whose credential carries the scope the setting `setting` names; it is
-    called with the Caller. The OpenAPI document reads the same declaration."""
+    """The view serves a user whose credential carries the scope the setting `setting` names (and, for
+    a view marked `@step_up_required` below it, whose sign-in meets the step-up policy); it is called
+    with the Caller. The OpenAPI document reads the same declarations."""
 
     def decorate(view):
         @wraps(view)
         def guarded(**kwargs):
-            return view(services().guard.authorize(declared_scope(guarded)), **kwargs)
+            caller = services().guard.authorize(declared_scope(guarded))
+            if needs_step_up(guarded):
+                services().guard.stepped_up(caller)
+            return view(caller, **kwargs)
 
         return declare_scope(guarded, setting)
 
@@ -64,6 +69,7 @@ def own_profile(caller):
 
 @bp.post("/pokes")
 @for_user_with_scope("POKE_SCOPE")
+@step_up_required
 def create_poke(caller):
     with poke_observed():
         poke(services().store, poker=caller.username)

@@ -61,6 +61,9 @@ class OwnProfileEnvelopeSchema(Schema):
 class ErrorSchema(Schema):
     code = fields.String(required=True)
     message = fields.String(required=True)
+    # insufficient_user_authentication only (RFC 9470): what to ask for when signing in again.
+    acr_values = fields.String(metadata={"description": "space-separated acr values, any one will do"})
+    max_age = fields.Integer(metadata={"description": "the sign-in must be at most this many seconds old"})
 
 
 class ErrorEnvelopeSchema(Schema):

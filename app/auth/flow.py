@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from flask import current_app, request, session
 
 from ..audit import audit
-from ..errors import LoginFailed, TooManySignIns, Unauthorized
+from ..errors import LoginFailed, TooManySignIns
 from ..metrics import SILENT_DECLINED
 from ..store.logins import PendingLogins, TooManyPendingLogins
 from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
@@ -20,6 +20,7 @@ from ..tokens import signed_in_identity
 from .authorization import AuthorizationRequests
 from .oidc import LoginClient
 from .pending import STATE, Pending, new_state, nonce_of, pending_record, pending_sign_in, short_digest
+from .session_check import session_info
 from .session_records import audit_fields
 from .session_tokens import SessionTokens, proven_authentication
 from .user_agents import user_agent_label
@@ -198,20 +199,8 @@ class SignIn:
         audit("signin.succeeded", **audit_fields(record))
 
     def session_info(self) -> dict:
-        """Who is signed in, with which scopes, and until when; never a token."""
-        try:
-            record = self._session_tokens.current(session.sid) if session else None
-        except Unauthorized:
-            record = None
-        if record is None:
-            return {"authenticated": False}
-        return {
-            "authenticated": True,
-            "user": record["user"],
-            "scopes": sorted(record["scope"].split()),
-            "expires_at": int(record["ends"]),
-            "idle_timeout": self._idle_timeout,
-        }
+        """Who is signed in, with which scopes, and until when; never a token, never an extension."""
+        return session_info(self._session_tokens, session.sid if session else None, idle_timeout=self._idle_timeout)
 
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""

@@ -7,6 +7,7 @@ import math
 import time
 
 from ..store.tokensets import TokenSets
+from ..tokens.principal import epoch_seconds
 from .sealing import Sealer, Unsealable
 
 log = logging.getLogger(__name__)
@@ -108,3 +109,17 @@ def still_valid(record: dict) -> bool:
 def audit_fields(record: dict | None) -> dict:
     """Who a session's audit event names: its user, subject and public id (never the cookie or a token)."""
     return {"sub": record["sub"], "user": record["user"], "session": record["id"]} if record else {}
+
+
+def sign_in_proof(record: dict) -> dict:
+    """How the session's user authenticated (`acr`, `amr`, `auth_time`), each only when known and well formed."""
+    proof = {}
+    if isinstance(record.get("acr"), str) and record["acr"]:
+        proof["acr"] = record["acr"]
+    amr = record.get("amr")
+    if isinstance(amr, list) and all(isinstance(method, str) for method in amr):
+        proof["amr"] = amr
+    auth_time = epoch_seconds(record.get("auth_time"))
+    if auth_time is not None:
+        proof["auth_time"] = auth_time
+    return proof

@@ -17,7 +17,7 @@ from ..store.tokensets import TokenSets
 from .oidc import LoginClient
 from .refresh import Refresher
 from .sealing import Sealer
-from .session_records import SessionRecords, needs_refresh, well_formed, with_response
+from .session_records import SessionRecords, needs_refresh, sign_in_proof, well_formed, with_response
 from .sessions import session_ref
 
 IDLE_TOUCH_SLACK_MS = 60_000
@@ -42,6 +42,8 @@ class SessionCredential:
 
     access_token: str
     profile: Profile | None = None
+    acr: str | None = None  # how the session's user signed in (from its ID token), for step-up
+    auth_time: int | None = None
 
 
 class SessionTokens:
@@ -133,6 +135,19 @@ class SessionTokens:
         """The live token set of session `sid`, its idle expiry pushed back; SessionEnded without one."""
         return self._current(sid, self._ref(sid))
 
+    def inspect(self, sid: str) -> tuple[dict, float]:
+        """The live token set of session `sid` and when its idle timeout ends (epoch seconds), read
+        only: a look never extends a session; SessionEnded without one."""
+        ref = self._ref(sid)
+        record, ttl_ms = self._records.load(sid, ref)
+        if record is None:
+            raise SessionEnded()
+        now = time.time()
+        if now >= record["ends"]:
+            self._token_sets.delete(ref)
+            raise SessionEnded()
+        return record, now + max(0, ttl_ms) / 1000
+
     def revocable_refresh_token(self, ref: str) -> str | None:
         """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
         stored, _ = self._token_sets.load(ref)
@@ -178,7 +193,8 @@ class SessionTokens:
         record = self._live(ref, record, ttl_ms)
         if needs_refresh(record):
             record = self._refresher.refreshed(cookie, ref, record)
-        return SessionCredential(record["access_token"], profile)
+        proof = sign_in_proof(record)
+        return SessionCredential(record["access_token"], profile, proof.get("acr"), proof.get("auth_time"))
 
     def newer_access_token(self, cookie: str, refused: str) -> str | None:
         """The session's newest access token when it is not `refused` (after any refresh in flight has

@@ -131,6 +131,17 @@ $("lookup-form").addEventListener("submit", async (event) => {
   result.replaceChildren(list);
 });
 
+// Step-up (RFC 9470): the API wants a stronger or more recent sign-in before this poke. Signing in
+// again with the acr_values / max_age it named comes back here with the target filled in.
+function askForStepUp(error, username) {
+  const query = new URLSearchParams({ return_to: `/?poke=${encodeURIComponent(username)}` });
+  if (error.acr_values) query.set("acr_values", error.acr_values);
+  if (error.max_age !== undefined) query.set("max_age", String(error.max_age));
+  $("step-up-link").href = `/auth/login?${query}`;
+  $("poke-result").textContent = `A stronger sign-in is needed: ${error.message}`;
+  show("step-up", true);
+}
+
 $("poke-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const username = $("poke-username").value.trim();
@@ -140,7 +151,13 @@ $("poke-form").addEventListener("submit", async (event) => {
     body: JSON.stringify({ username }),
   });
   const result = $("poke-result");
+  show("step-up", false);
   if (response.status === 401) {
+    const body = await response.json().catch(() => ({}));
+    if (body.error && body.error.code === "insufficient_user_authentication") {
+      askForStepUp(body.error, username);
+      return;
+    }
     result.textContent = "Your session has ended; please sign in again.";
     await refreshSession();
     return;
@@ -182,4 +199,5 @@ async function start() {
   await refreshSession();
 }
 
+$("poke-username").value = new URLSearchParams(window.location.search).get("poke") || "";
 start();

@@ -61,11 +61,14 @@ class UseDpopNonce(InvalidDpopProof):
         return {**super().headers(), "DPoP-Nonce": self.nonce}
 
 
-def dpop_challenge(failure: tuple[str, str] | None) -> str:
-    """The `DPoP` WWW-Authenticate field; with the error code and text of a failed DPoP request."""
+def dpop_challenge(failure: tuple[str, ...] | None) -> str:
+    """The `DPoP` WWW-Authenticate field; with the error code and text of a failed DPoP request (or,
+    when `failure` has a third member, those auth-params as they are: a step-up challenge's)."""
     if failure is None:
         return CHALLENGE
-    code, message = failure
+    code, message, *parameters = failure
+    if parameters:
+        return f"{CHALLENGE}, {parameters[0]}"
     return f'{CHALLENGE}, error="{code}", error_description="{message}"'
 
 

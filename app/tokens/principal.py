@@ -1,5 +1,6 @@
 """Who is calling: the one place where a provider profile turns validated claims into a Principal."""
 
+import math
 from dataclasses import dataclass
 
 from ..errors import InvalidToken
@@ -15,6 +16,8 @@ class Principal:
     name: str | None
     expires_at: float
     bound_key: str | None = None  # the RFC 7638 thumbprint a DPoP-bound token names in cnf.jkt
+    acr: str | None = None  # how the user authenticated (RFC 9068 2.2.1), for step-up
+    auth_time: int | None = None  # when the user authenticated, epoch seconds
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
@@ -44,6 +47,8 @@ def build_principal(claims: dict, profile: ProviderProfile, login_clients, *, ex
         name=_text(claims.get("name")),
         expires_at=expires_at,
         bound_key=bound_key(claims),
+        acr=_text(claims.get("acr")),
+        auth_time=epoch_seconds(claims.get("auth_time")),
     )
 
 
@@ -91,6 +96,13 @@ def _marks(claims: dict, marker: tuple, client: str | None) -> bool:
         "suffix": lambda: present.endswith(value),
         "equals": lambda: present == value,
     }[test]()
+
+
+def epoch_seconds(value) -> int | None:
+    """A time claim as whole epoch seconds; None when it is missing or not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value)
 
 
 def _text(value) -> str | None:

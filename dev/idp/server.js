@@ -44,9 +44,18 @@
 //                                  <issuer>/.well-known/oauth-authorization-server), rfc8414 (the well-known
 //                                  segment before the path, /.well-known/oauth-authorization-server/realms/dev,
 //                                  RFC 8414 3.1), both, or off; /__dev/stats counts them as server_metadata
+//   IDP_DEMO_OTP                   the one-time code of the second authentication level (default 123456,
+//                                  shown on the code page); see "two authentication levels"
 //   IDP_PAR                        off: no pushed authorization requests (RFC 9126): discovery names no
 //                                  pushed_authorization_request_endpoint and it answers 404 (default on,
 //                                  oidc-provider's own default); see "pushed authorization requests"
+//
+// Two authentication levels: a login proves a password (acr urn:profile-poke:acr:pwd, amr ["pwd"]);
+// when the authorization request asks for urn:profile-poke:acr:pwd-otp (in acr_values, or as the
+// claims parameter's id_token.acr value(s)), the login page then asks for the one-time code and the
+// login proves both (acr urn:profile-poke:acr:pwd-otp, amr ["pwd", "otp"]); a provider session at
+// the lower level must log in again (prompt=none gets login_required). ID tokens, access tokens (JWT
+// claims, introspection answers) carry acr, amr and auth_time.
 //
 // Dev-only control endpoints, outside the realm path (JSON):
 //   GET  /__dev/stats          requests that reached the provider since start or the last reset
@@ -76,7 +85,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { promisify } from 'node:util';
 
-import { Provider, errors } from 'oidc-provider';
+import { Provider, errors, interactionPolicy } from 'oidc-provider';
 
 // ---------------------------------------------------------------------------- configuration
 
@@ -351,6 +360,91 @@ function loginPage(uid, clientId, username, error) {
     + `<p><small>Demo accounts: ${ACCOUNTS.map((a) => esc(a.login)).join(', ')}</small></p>`);
 }
 
+// ---------------------------------------------------------------------------- two authentication levels
+
+// Self-contained: the two acr values, the login-prompt check that asks a lower-level session to log in
+// again, the code page and its pending logins, and the claims tokens carry (see the header).
+const ACR_PASSWORD = 'urn:profile-poke:acr:pwd';
+const ACR_OTP = 'urn:profile-poke:acr:pwd-otp';
+const DEMO_OTP = process.env.IDP_DEMO_OTP || '123456';
+const PASSWORD_LOGIN = { acr: ACR_PASSWORD, amr: ['pwd'] };
+const OTP_LOGIN = { acr: ACR_OTP, amr: ['pwd', 'otp'] };
+const OTP_PENDING_MS = 10 * 60 * 1000;
+const OTP_ATTEMPTS = 5;
+const pendingOtp = new Map(); // interaction uid -> { sub, until, attempts }: the password was right
+
+// Whether an authorization request's parameters (acr_values, claims) ask for the one-time-code level.
+function wantsOtp(params, claims) {
+  const acrValues = String(params?.acr_values ?? '').split(' ');
+  let requested = claims?.id_token?.acr;
+  if (requested === undefined && typeof params?.claims === 'string') {
+    try { requested = JSON.parse(params.claims)?.id_token?.acr; } catch { requested = undefined; }
+  }
+  const claimed = [requested?.value, ...(Array.isArray(requested?.values) ? requested.values : [])];
+  return acrValues.includes(ACR_OTP) || claimed.includes(ACR_OTP);
+}
+
+function twoLevelPolicy() {
+  const policy = interactionPolicy.base();
+  const { Check } = interactionPolicy;
+  policy.get('login').checks.add(new Check('acr_otp', 'a one-time code is required', 'login_required', (ctx) => {
+    const { oidc } = ctx;
+    if (!wantsOtp(oidc.params, oidc.claims)) return Check.NO_NEED_TO_PROMPT;
+    return oidc.session.acr === ACR_OTP ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+  }));
+  return policy;
+}
+
+// acr, amr and auth_time of the login behind a token being issued (code or refresh grant), for
+// access tokens; ID tokens get them from oidc-provider itself.
+function authenticationClaims(ctx) {
+  const entities = ctx?.oidc?.entities ?? {};
+  const source = entities.AuthorizationCode ?? entities.RefreshToken;
+  if (!source) return {};
+  return {
+    ...(source.acr ? { acr: source.acr } : {}),
+    ...(source.amr ? { amr: source.amr } : {}),
+    ...(source.authTime ? { auth_time: source.authTime } : {}),
+  };
+}
+
+function otpPage(uid, clientId, error) {
+  const action = `${REALM}${LOGIN_ACTIONS}/${encodeURIComponent(uid)}/otp`;
+  return page('One-time code', `<p>to <strong>${esc(clientId)}</strong>: this sign-in needs a second step.</p>`
+    + (error ? `<p id="error" class="error" role="alert">${esc(error)}</p>` : '')
+    + `<form method="post" action="${esc(action)}">`
+    + `<label for="otp">One-time code</label>`
+    + `<input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" required autofocus>`
+    + `<button type="submit">Verify</button></form>`
+    + `<p><small>Dev provider: the code is <code id="dev-otp">${esc(DEMO_OTP)}</code></small></p>`);
+}
+
+function askForOtp(res, uid, clientId, account) {
+  const now = Date.now();
+  for (const [key, entry] of pendingOtp) if (entry.until <= now) pendingOtp.delete(key);
+  pendingOtp.set(uid, { sub: account.sub, until: now + OTP_PENDING_MS, attempts: 0 });
+  return sendHtml(res, 200, otpPage(uid, clientId, ''));
+}
+
+async function otpStep(req, res, current, details) {
+  const pending = pendingOtp.get(details.uid);
+  if (!pending || pending.until <= Date.now() || req.method !== 'POST') {
+    pendingOtp.delete(details.uid);
+    return sendHtml(res, 400, page('Sign-in expired', '<p class="error">Enter your password first.</p>'));
+  }
+  const form = new URLSearchParams((await readBody(req)).toString('utf8'));
+  if (!crypto.timingSafeEqual(digest(form.get('otp') || ''), digest(DEMO_OTP))) {
+    pending.attempts += 1;
+    if (pending.attempts >= OTP_ATTEMPTS) pendingOtp.delete(details.uid);
+    console.log('dev-idp one-time code refused');
+    return sendHtml(res, 200, otpPage(details.uid, details.params.client_id, 'Wrong code.'));
+  }
+  pendingOtp.delete(details.uid);
+  console.log('dev-idp login ok with a one-time code');
+  const result = { login: { accountId: pending.sub, ...OTP_LOGIN } };
+  return current.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
+}
+
 // ---------------------------------------------------------------------------- provider
 
 // Access tokens in another vendor's shape (IDP_TOKEN_SHAPE), as their token references describe.
@@ -410,11 +504,12 @@ function buildProvider(issuer) {
     scopes: ['openid', 'profile', 'offline_access'],
     // Like Keycloak's default client scopes: the ID token always names the user.
     claims: {
-      acr: null, auth_time: null, iss: null, sid: null,
-      openid: ['sub', 'preferred_username', 'name'],
+      acr: null, amr: null, auth_time: null, iss: null, sid: null,
+      openid: ['sub', 'preferred_username', 'name', 'acr', 'amr', 'auth_time'], // how the user signed in, always
       profile: ['name', 'preferred_username', 'email'],
     },
     conformIdTokenClaims: false,
+    acrValues: [ACR_PASSWORD, ACR_OTP],
     async findAccount(ctx, sub) {
       const account = ACCOUNTS_BY_SUB.get(sub);
       if (!account) return undefined;
@@ -423,7 +518,9 @@ function buildProvider(issuer) {
     async extraTokenClaims(ctx, token) {
       const account = token.accountId ? ACCOUNTS_BY_SUB.get(token.accountId) : undefined;
       if (!account) return { azp: token.clientId };
-      return { azp: token.clientId, preferred_username: account.preferred_username, name: account.name };
+      return {
+        azp: token.clientId, preferred_username: account.preferred_username, name: account.name, ...authenticationClaims(ctx),
+      };
     },
     async loadExistingGrant(ctx) {
       const { client, session } = ctx.oidc;
@@ -434,6 +531,7 @@ function buildProvider(issuer) {
     rotateRefreshToken: true,
     interactions: {
       url: async (ctx, interaction) => `${REALM}${LOGIN_ACTIONS}/${interaction.uid}`,
+      policy: twoLevelPolicy(),
     },
     clientBasedCORS(ctx, origin, client) {
       return client.clientAuthMethod === 'none'
@@ -811,6 +909,7 @@ async function loginActions(req, res, rest) {
   if (details.prompt.name !== 'login') {
     return sendHtml(res, 400, page('Error', `<p class="error">Unsupported prompt ${esc(details.prompt.name)}</p>`));
   }
+  if (action === 'otp') return otpStep(req, res, current, details);
   if (req.method === 'GET' && action === undefined) return sendHtml(res, 200, loginPage(uid, clientId, '', ''));
   if (req.method !== 'POST' || action !== 'login') return sendHtml(res, 405, page('Method not allowed', ''));
 
@@ -822,7 +921,8 @@ async function loginActions(req, res, rest) {
     return sendHtml(res, 200, loginPage(uid, clientId, username, 'Invalid username or password.'));
   }
   console.log(`dev-idp login ok login=${account.login}`);
-  const result = { login: { accountId: account.sub } };
+  if (wantsOtp(details.params)) return askForOtp(res, uid, clientId, account);
+  const result = { login: { accountId: account.sub, ...PASSWORD_LOGIN } };
   return current.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
 }
 

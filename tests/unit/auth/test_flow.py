@@ -125,13 +125,16 @@ def test_a_new_subject_gets_a_profile_named_by_its_preferred_username_and_name(a
 def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, client):
     assert sign_in(client).status_code == 302
     record = token_set(app, client)
-    assert client.get("/auth/session").json == {
+    answer = client.get("/auth/session").json
+    idle_expires_at = answer.pop("idle_expires_at")
+    assert answer == {
         "authenticated": True,
         "user": "alice",
         "scopes": ALL_SCOPES,
         "expires_at": int(record["ends"]),
         "idle_timeout": 1800,
     }
+    assert int(record["started"]) + 1798 <= idle_expires_at <= int(record["started"]) + 1800
 
 
 def test_the_token_set_remembers_the_subject_a_refreshed_id_token_must_name(app, client):
