@@ -155,6 +155,11 @@ class Config:
         # Step-up (RFC 9470) for sensitive actions: acceptable acr values, oldest acceptable sign-in.
         self.STEP_UP_ACR = self._acr_values("STEP_UP_ACR")
         self.STEP_UP_MAX_AGE = self._number("STEP_UP_MAX_AGE", "") if env.get("STEP_UP_MAX_AGE") else None
+        # The challenge sends browsers to /auth/login?acr_values=<STEP_UP_ACR>: a value the login refuses
+        # would be a step-up no user can meet.
+        unreachable = [acr for acr in self.STEP_UP_ACR if acr not in self.LOGIN_ACR_VALUES]
+        if unreachable:
+            raise ConfigError(f"STEP_UP_ACR names {' '.join(unreachable)}, which LOGIN_ACR_VALUES must list too")
 
         # Browser sessions
         self.SECRET_KEY = self._required("SECRET_KEY")

@@ -85,7 +85,9 @@ def test_a_token_from_a_one_time_code_sign_in_pokes_and_the_refusal_before_it_wr
 
 
 def test_any_listed_acr_will_do(make_app, idp):
-    client = make_app(STEP_UP_ACR=f"urn:other:acr {ACR_PASSWORD}").test_client()
+    client = make_app(
+        STEP_UP_ACR=f"urn:other:acr {ACR_PASSWORD}", LOGIN_ACR_VALUES=f"urn:other:acr {ACR_PASSWORD}"
+    ).test_client()
     response = poke(client, bearer(idp.user_tokens("alice")["access_token"]))
     assert response.status_code == 200, response.get_data(as_text=True)
 

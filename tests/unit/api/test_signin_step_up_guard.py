@@ -24,7 +24,10 @@ SID = "the-session-cookie"
 
 @pytest.fixture
 def step_up_app(stub_issuer, fake_redis):
-    app = create_app(Config(app_env(stub_issuer.issuer, STEP_UP_ACR=OTP, STEP_UP_MAX_AGE="300")), redis=fake_redis)
+    app = create_app(
+        Config(app_env(stub_issuer.issuer, STEP_UP_ACR=OTP, LOGIN_ACR_VALUES=OTP, STEP_UP_MAX_AGE="300")),
+        redis=fake_redis,
+    )
     with app.app_context():
         services().store.profiles.put(Profile("alice", "@alice", "Alice Liddell", sub="user-sub-1"))
     return app

@@ -72,7 +72,7 @@ def test_the_settings_are_off_unless_set():
 
 
 def test_the_settings_read_space_separated_acr_values_and_seconds():
-    config = settings(STEP_UP_ACR=f" {OTP}  urn:other ", STEP_UP_MAX_AGE="0")
+    config = settings(STEP_UP_ACR=f" {OTP}  urn:other ", LOGIN_ACR_VALUES=f"{OTP} urn:other", STEP_UP_MAX_AGE="0")
     assert (config.STEP_UP_ACR, config.STEP_UP_MAX_AGE) == ((OTP, "urn:other"), 0)
 
 
@@ -90,8 +90,16 @@ def test_a_bad_setting_stops_start_up_naming_it(name, value, message):
         settings(**{name: value})
 
 
+def test_a_step_up_acr_the_login_would_refuse_stops_start_up_naming_it():
+    with pytest.raises(ConfigError, match="STEP_UP_ACR names urn:other, which LOGIN_ACR_VALUES must list too"):
+        settings(STEP_UP_ACR=f"{OTP} urn:other", LOGIN_ACR_VALUES=f"{PWD} {OTP}")
+
+
 def test_the_openapi_document_gives_the_poke_its_step_up_401(stub_issuer, fake_redis):
-    app = create_app(Config(app_env(stub_issuer.issuer, STEP_UP_ACR=OTP, STEP_UP_MAX_AGE="300")), redis=fake_redis)
+    app = create_app(
+        Config(app_env(stub_issuer.issuer, STEP_UP_ACR=OTP, LOGIN_ACR_VALUES=OTP, STEP_UP_MAX_AGE="300")),
+        redis=fake_redis,
+    )
     paths = app.test_client().get("/api/v1/openapi.json").json["paths"]
     poke_401 = paths["/pokes"]["post"]["responses"]["401"]["description"]
     assert "insufficient_user_authentication" in poke_401
