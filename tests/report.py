@@ -107,6 +107,21 @@ ROBUST_SECTIONS = [
     ("test_robust_sealed", "Malformed sealed session records", "each malformation ends the session, never a 500"),
     ("test_robust_forwarding", "Forwarding headers", "no client header changes the route or its path"),
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
+    ("test_signin_par", "Pushed authorization requests (PAR)",
+     "the redirect carries client_id and request_uri only; a refused, failing, slow or malformed PAR answer is a "
+     "502 with nothing pending and no fallback; state is base64url"),
+    ("test_signin_params", "Per-request sign-in parameters",
+     "prompt, login_hint, max_age, acr_values, ui_locales: each bad value a 400 naming it with nothing written"),
+    ("test_signin_silent", "Silent sign-in", "prompt=none declined returns to the page with signin_error"),
+    ("test_signin_error_redirect", "Silent sign-in", ""),
+    ("test_signin_max_age", "What a sign-in proves", "a stale auth_time with max_age fails the sign-in"),
+    ("test_signin_proven", "What a sign-in proves", ""),
+    ("test_signin_session", "A session check that does not keep the session alive",
+     "polling /auth/session past the idle timeout signs the tab out; API calls keep it in"),
+    ("test_signin_step", "Step-up (RFC 9470)",
+     "a token or session with the wrong acr or a stale auth_time gets the insufficient_user_authentication "
+     "challenge; the right one passes; scope, user and account are checked first"),
+    ("test_signin_settings", "Per-request sign-in parameters", ""),
 ]  # fmt: skip
 OUTCOMES = ("passed", "failed", "skipped")
 
