@@ -95,6 +95,7 @@ class AuthorizationRequests:
             "code_challenge_method": "S256",
             **self.requested(params),  # never one of the flow's own (FLOW_PARAMS)
         }
+        self._check_prompt_supported(query.get("prompt"))
         authorize = self._provider.endpoint("authorization_endpoint")
         if not authorize:
             raise ProviderUnavailable("discovery lists no authorization_endpoint")
@@ -102,6 +103,21 @@ class AuthorizationRequests:
         if par_endpoint:
             query = {"client_id": self._client_id, "request_uri": self._push(par_endpoint, query)}
         return f"{authorize}{'&' if '?' in authorize else '?'}{urlencode(query)}"
+
+    def _check_prompt_supported(self, prompt) -> None:
+        """A 400 naming `prompt` when discovery lists the prompt values the provider supports and one of
+        the requested ones is not among them (the provider would refuse it, through PAR as a 502)."""
+        supported = self._provider.metadata().get("prompt_values_supported")
+        if not prompt or not isinstance(supported, list):
+            return
+        unsupported = [value for value in prompt.split() if value not in supported]
+        if unsupported:
+            raise LoginFailed(
+                f"invalid_request: the sign-in parameter prompt asks for {' '.join(unsupported)}, which the"
+                " identity provider does not support",
+                code="invalid_request",
+                reason="bad_request",
+            )
 
     def _par_endpoint(self) -> str | None:
         if self._par == "off":

@@ -93,17 +93,21 @@ class SignIn:
         state = new_state(binding)
         verifier = secrets.token_urlsafe(32)  # 43 characters, RFC 7636's recommended 32 octets
         sent = self._authorization.requested(params)
-        url = self._authorization.url(
-            redirect_uri=self._redirect_uri, state=state, nonce=nonce_of(verifier), verifier=verifier, params=params
-        )
-        # Saved only once the provider took the request (PAR): a refused one leaves nothing behind.
         # Only what the callback cannot rebuild: the nonce follows from the verifier, the redirect URI
-        # from the settings.
+        # from the settings. Admitted before the provider hears of it, so a flood past the bound never
+        # reaches the PAR endpoint; taken back when the provider refuses, so nothing is left pending.
         pending = Pending(verifier, short_digest(binding), return_to, sent.get("prompt", ""), sent.get("max_age", ""))
         try:
             self._logins.save(state, pending_record(pending), self._state_ttl)
         except TooManyPendingLogins as full:
             raise TooManySignIns(full.retry_after) from None
+        try:
+            url = self._authorization.url(
+                redirect_uri=self._redirect_uri, state=state, nonce=nonce_of(verifier), verifier=verifier, params=params
+            )
+        except BaseException:
+            self._logins.take(state)
+            raise
         return url
 
     def finish(self, args, binding: str | None) -> str:

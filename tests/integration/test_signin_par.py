@@ -141,3 +141,13 @@ def test_the_state_is_base64url_without_padding_led_by_its_browsers_tag(make_app
     assert first[16:] != second[16:]
     # The tag is the Redis Cluster hash tag of the browser's pending sign-ins: one slot for them all.
     assert "{" + first[:16] + "}" in app.extensions["profile_poke"].store.logins.key(first)
+
+
+def test_a_sign_in_past_the_pending_bound_is_refused_before_the_provider_hears_of_it(make_app, idp):
+    app = make_app(MAX_PENDING_SIGNINS="1")
+    idp.reset_stats()
+    assert app.test_client().get("/auth/login").status_code == 302
+    refused = app.test_client().get("/auth/login")  # another browser: no login cookie
+    assert refused.status_code == 503
+    assert error_page_message(refused) == "too many sign-ins are in progress; please try again shortly"
+    assert len(pushed_requests(idp)) == 1

@@ -25,13 +25,15 @@ class ParIssuer(StubIssuer):
         self.par_in_discovery = True
         self.par_answer: tuple = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
         self.par_delay = 0.0
+        self.prompt_values: list[str] | None = None
         self.pushed: list[dict] = []
         # The timeout test hangs up on a held request: its broken pipe is expected, not worth a trace.
         self._server.handle_error = lambda request, address: None
 
     def discovery(self) -> dict:
         par = {"pushed_authorization_request_endpoint": f"{self.issuer}/par"} if self.par_in_discovery else {}
-        return {**super().discovery(), **par}
+        prompts = {"prompt_values_supported": self.prompt_values} if self.prompt_values is not None else {}
+        return {**super().discovery(), **par, **prompts}
 
     def answer(self, method, path, params, headers):
         if method == "POST" and path.endswith("/par"):
@@ -51,6 +53,7 @@ def par_issuer():
 @pytest.fixture
 def issuer(par_issuer):
     par_issuer.par_in_discovery, par_issuer.par_delay, par_issuer.pushed = True, 0.0, []
+    par_issuer.prompt_values = None
     par_issuer.par_answer = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
     return par_issuer
 
@@ -132,3 +135,22 @@ def test_an_unknown_par_mode_is_refused_at_construction(issuer):
     provider = Provider(issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
     with pytest.raises(ValueError, match="OIDC_PAR"):
         AuthorizationRequests(provider, client_id="web", scopes=SCOPES, timeout=1, par="sometimes")
+
+
+def test_a_prompt_value_discovery_does_not_list_is_a_400_naming_it_and_nothing_is_pushed(issuer):
+    issuer.prompt_values = ["none", "login", "consent"]
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer, prompt="login select_account")
+    assert (refused.value.status, refused.value.code) == (400, "invalid_request")
+    assert refused.value.message == (
+        "invalid_request: the sign-in parameter prompt asks for select_account, which the identity provider"
+        " does not support"
+    )
+    assert issuer.pushed == []
+
+
+@pytest.mark.parametrize("listed", [["none", "login", "consent", "select_account"], None])
+def test_a_prompt_value_discovery_lists_or_any_when_it_lists_none_is_pushed(issuer, listed):
+    issuer.prompt_values = listed
+    url_of(issuer, prompt="select_account")
+    assert [form["prompt"] for form in issuer.pushed] == ["select_account"]
