@@ -9,8 +9,8 @@ Used by tests/integration/test_server_keepalive.py (shipped gunicorn config) and
 
 import os
 import re
-import signal
 import secrets
+import signal
 import socket
 import sys
 import time

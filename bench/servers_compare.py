@@ -23,23 +23,13 @@ ROUNDS = int(os.environ.get("SERVERS_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 ROUTES = ("public_profile", "own_profile_bearer", "own_profile_cookie", "poke")
 MODES = {"keep-alive": {}, "close": {"Connection": "close"}}
-# gunicorn options over gunicorn.conf.py (so the candidates stay what they are whatever it ships).
+# gunicorn options over gunicorn.conf.py (its reuse_port included: gunicorn has no option to unset it).
+GTHREAD_8 = ("--worker-class", "gthread", "--threads", "8")
 GUNICORN = {
-    "gthread 3x8, keep-alive off": [
-        *("--worker-class", "gthread", "--workers", "3", "--threads", "8", "--keep-alive", "0")
-    ],
-    "gthread 2x8, keep-alive 100 s": [
-        *("--worker-class", "gthread", "--workers", "2", "--threads", "8"),
-        *("--keep-alive", "100", "--worker-connections", "1000"),
-    ],
-    # Each worker its own listening socket (SO_REUSEPORT): the kernel spreads connections over the workers.
-    "gthread 2x8, keep-alive 100 s, reuse_port": [
-        *("--worker-class", "gthread", "--workers", "2", "--threads", "8"),
-        *("--keep-alive", "100", "--worker-connections", "1000", "--reuse-port"),
-    ],
-    "gevent 2, keep-alive 100 s": [
-        *("--worker-class", "gevent", "--workers", "2", "--keep-alive", "100", "--worker-connections", "1000")
-    ],
+    "gunicorn.conf.py as shipped": [],
+    "gthread 3x8, keep-alive off": [*GTHREAD_8, "--workers", "3", "--keep-alive", "0"],
+    "gthread 2x8, keep-alive 100 s": [*GTHREAD_8, "--workers", "2", "--keep-alive", "100"],
+    "gevent 2, keep-alive 100 s": ["--worker-class", "gevent", "--workers", "2", "--keep-alive", "100"],
 }
 GRANIAN = {f"granian 2x{threads}": ["--workers", "2", "--blocking-threads", str(threads)] for threads in (1, 8)}
 
