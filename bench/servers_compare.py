@@ -8,17 +8,25 @@ import json
 import os
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import redis
+import requests
+
+from app.store.keys import Keys
+from app.store.profiles import Profile, Profiles
 from config import Config
-from dev.services import ROOT, Process, free_port, gunicorn_argv, supervised
+from dev import oidc_driver
+from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis, supervised
 
-from .report import P99_OVER_P50
-from .run import Bench, seed_targets
-from .servers import STATE, WARMUP_SECONDS, BenchFailed
+from .hang import sign_in
 
+STATE = ROOT / ".dev" / "servers"
+WARMUP_SECONDS = 2
+P99_OVER_P50 = 2.5
 ROUNDS = int(os.environ.get("SERVERS_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 ROUTES = ("public_profile", "own_profile_bearer", "own_profile_cookie", "poke")
@@ -55,9 +63,8 @@ def tree_seconds(server: Process) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def start(started: list, name: str, env: dict) -> tuple[Process, str]:
-    """Candidate `name` serving the app with `env`, once it answers: (process, base URL)."""
-    port = free_port()
+def start(started: list, name: str, env: dict, port: int) -> tuple[Process, str]:
+    """Candidate `name` serving the app with `env` on `port`, once it answers: (process, base URL)."""
     if name in GUNICORN:
         argv = gunicorn_argv(port, GUNICORN[name])
     else:
@@ -66,24 +73,97 @@ def start(started: list, name: str, env: dict) -> tuple[Process, str]:
         argv = granian_argv(port, GRANIAN[name])
     process = Process(name, argv, log_path=STATE / f"{name.replace(' ', '-').replace(',', '')}.log", env=env)
     started.append(process)
-    import requests
-
     base = f"http://127.0.0.1:{port}/"
     process.wait_until(lambda: requests.get(f"{base}api/v1/openapi.json", timeout=1).ok, timeout=60)
     return process, base
 
 
-def window(bench: Bench, server: Process, base: str, route: str, mode: str, seconds: int) -> dict:
-    """One wrk window of `route` on the candidate at `base`, with its CPU per request."""
-    url, headers = bench.routes[route]
-    url = base + url.removeprefix(bench.base)
+class BenchFailed(RuntimeError):
+    """A window had errors, so its figures mean nothing."""
+
+
+class World:
+    """Redis, the provider and the demo users; a bearer token, a session cookie and poke targets."""
+
+    def __init__(self, started: list, targets: int):
+        redis_port, idp_port, self.app_port = free_port(), free_port(), free_port()
+        started.append(start_redis(redis_port, workdir=STATE / "redis"))
+        base = f"http://127.0.0.1:{self.app_port}"
+        idp_env = {
+            "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
+            "IDP_ACCESS_TOKEN_TTL": "3600",
+            "IDP_REDIRECT_URIS": f"{base}/auth/callback",
+            "IDP_POST_LOGOUT_REDIRECT_URIS": f"{base}/",
+        }
+        started.append(start_idp(idp_port, log_path=STATE / "idp.log", env=idp_env))
+        self.env = {
+            "OIDC_ISSUER_URL": idp_issuer(idp_port),
+            "OIDC_CLIENT_ID": "profile-poke-web",
+            "OIDC_REDIRECT_URI": f"{base}/auth/callback",
+            "SESSION_COOKIE_SECURE": "false",
+            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "METRICS_TOKEN": secrets.token_urlsafe(32),
+        }
+        import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
+        subprocess.run(import_users, env={**os.environ, **self.env}, cwd=ROOT, check=True, capture_output=True)
+        print(f"seeding {targets} poke targets", flush=True)
+        client = redis.Redis.from_url(self.env["REDIS_URL"])
+        for start in range(1, targets + 1, 10_000):
+            pipe = client.pipeline(transaction=False)
+            profiles = Profiles(pipe, Keys(Config(self.env).REDIS_KEY_PREFIX))
+            for name in (f"t{index:07d}" for index in range(start, min(start + 10_000, targets + 1))):
+                profiles.put(Profile(username=name, handle=name, display_name=name))
+            pipe.execute()
+        client.close()
+        self.targets, self.next_target = targets, 1
+        env = self.env
+        self.token = oidc_driver.user_tokens(
+            env["OIDC_ISSUER_URL"], env["OIDC_CLIENT_ID"], f"{base}/auth/callback", "alice", "demo"
+        )["access_token"]
+        self.cookie = None
+
+    def sign_in_through(self, base: str) -> None:
+        """The session cookie, signed in through the app at `base` (the port the provider accepts)."""
+        self.cookie = sign_in(base.rstrip("/"), "alice").cookies.get("pp_session")
+
+    def routes(self, base: str) -> dict:
+        """route -> (URL, headers) on the server at `base`."""
+        bearer = {"Authorization": f"Bearer {self.token}"}
+        return {
+            "public_profile": (f"{base}api/v1/users/bob", {}),
+            "own_profile_bearer": (f"{base}api/v1/me/profile", bearer),
+            "own_profile_cookie": (f"{base}api/v1/me/profile", {"Cookie": f"pp_session={self.cookie}", "X-CSRF": "1"}),
+            "poke": (f"{base}api/v1/pokes", bearer),
+        }
+
+
+def window(world: World, server: Process, base: str, route: str, mode: str, seconds: int) -> dict:
+    """One wrk window (-t2 -c16) of `route` on the candidate at `base`, with its CPU per request."""
+    url, headers = world.routes(base)[route]
+    argv = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency", "-s", str(ROOT / "bench" / "wrk.lua")]
+    for name, value in {**headers, **MODES[mode]}.items():
+        argv += ["-H", f"{name}: {value}"]
+    argv.append(url)
+    if route == "poke":
+        argv += ["--", str(world.next_target), "2"]
     before = tree_seconds(server)
-    bench.routes[route] = (url, {**headers, **MODES[mode]})
-    try:
-        figures = bench.route(route, seconds, server=server, url=url, label=f"{server.name} {route} {mode}")
-    finally:
-        bench.routes[route] = (bench.base + url.removeprefix(base), headers)
-    figures["tree_cpu_us"] = (tree_seconds(server) - before) / figures["requests"] * 1e6
+    output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    used = tree_seconds(server) - before
+    figures = json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
+    if figures["non_2xx"] or figures["socket_errors"]:
+        raise BenchFailed(f"{server.name} {route} {mode}:\n{output}")
+    if route == "poke":
+        world.next_target = figures["last_target"] + 1
+        if world.next_target > world.targets:
+            raise BenchFailed("poke ran past the seeded targets")
+    figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    figures["tree_cpu_us"] = used / max(1, figures["requests"]) * 1e6
+    print(
+        f"{server.name} {route} {mode}: {figures['rps']:.0f} req/s, p50 {figures['p50_us'] / 1000:.2f} ms, "
+        f"p99 {figures['p99_us'] / 1000:.2f} ms, CPU {figures['tree_cpu_us'] / 1000:.2f} ms/req",
+        flush=True,
+    )
     return figures
 
 
@@ -111,21 +191,19 @@ def table(results: dict) -> str:
 
 def run(started: list) -> None:
     """Start everything (into `started`), measure in rounds, write the results."""
-    bench = Bench(started)
-    for extra in (bench.plain, bench.ceiling):
-        extra.stop()
-        started.remove(extra)
     only = [name.strip() for name in os.environ.get("SERVERS_ONLY", "").split(";") if name.strip()]
     names = only or [*GUNICORN, *GRANIAN]
     # Never a poked pair twice: targets for every poke window at up to 3,000 req/s.
-    bench.targets = 3000 * (ROUNDS * len(names) * len(MODES) * SECONDS + len(names) * WARMUP_SECONDS)
-    print(f"seeding {bench.targets} poke targets", flush=True)
-    seed_targets(bench.redis_url, Config(bench.env).REDIS_KEY_PREFIX, bench.targets)
-    env = {**bench.env, "METRICS_TOKEN": secrets.token_urlsafe(32)}
-    servers = {name: start(started, name, env) for name in names}
+    world = World(started, 3000 * (ROUNDS * len(names) * len(MODES) * SECONDS + len(names) * WARMUP_SECONDS))
+    # The first candidate serves on the port the provider redirects to, for the cookie's sign-in.
+    servers = {
+        name: start(started, name, world.env, world.app_port if index == 0 else free_port())
+        for index, name in enumerate(names)
+    }
+    world.sign_in_through(servers[names[0]][1])
     for server, base in servers.values():
         for route in ROUTES:
-            window(bench, server, base, route, "keep-alive", WARMUP_SECONDS)
+            window(world, server, base, route, "keep-alive", WARMUP_SECONDS)
     results = {name: {route: {mode: [] for mode in MODES} for route in ROUTES} for name in names}
     load = [os.getloadavg()[0]]
     for round_number in range(ROUNDS):
@@ -134,9 +212,10 @@ def run(started: list) -> None:
             for name in order:
                 for mode in MODES if round_number % 2 == 0 else reversed(MODES):
                     server, base = servers[name]
-                    results[name][route][mode].append(window(bench, server, base, route, mode, SECONDS))
+                    results[name][route][mode].append(window(world, server, base, route, mode, SECONDS))
         load.append(os.getloadavg()[0])
     out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
     (out / "servers.json").write_text(json.dumps({"load": load, "results": results}, indent=2) + "\n")
     report = table(results) + f"\nload average per round: {', '.join(f'{x:.1f}' for x in load)}\n"
     (out / "servers.md").write_text(report)
