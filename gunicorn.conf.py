@@ -8,12 +8,14 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
-# Chosen by measurement (python -m bench.servers_compare, bench.hang and bench.keepalive, 2 cores; figures
-# in docs/performance.md "Server choice"): threads keep a worker serving while some of its requests wait
-# on the identity provider (eight sessions refreshing against a provider that hangs 5 s must not stall
-# bearer calls: 3 x 2 threads and sync workers did). gevent cost 1.5-2 x the CPU per request here and
-# holds a stop for the whole graceful_timeout while connections sit idle; granian closes idle
-# connections after 30 s (60 s at most), before Heroku's router does.
+# Chosen by measurement (python -m bench.servers_compare, bench.hang and bench.keepalive on 2 shared cores;
+# figures in docs/performance.md "Server choice"). Threads keep a worker serving while some of its
+# requests wait on the identity provider (eight sessions refreshing against a provider that hangs 5 s
+# must not stall bearer calls: 3 x 2 threads and sync workers did). With keep-alive clients this config
+# spent 5-18 % less CPU per request than keep-alive off and served 1.1-1.5 x its req/s. gevent cost
+# 1.3-2 x gthread's CPU per request and holds a stop for the whole graceful_timeout while connections
+# sit idle (20 s against 3.5-9 s). granian spent the least CPU (0.8-1.4 ms against 1.6-1.8 ms a request)
+# but closes idle connections after 30 s (60 s at most), before Heroku's router does.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = 30
