@@ -17,7 +17,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() +
 # sit idle (20 s against 3.5-9 s). granian spent the least CPU (0.8-1.4 ms against 1.6-1.8 ms a request)
 # but closes idle connections after 30 s (60 s at most), before Heroku's router does.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
-worker_class = "gthread" if threads > 1 else "sync"
+# gthread_worker.py: gunicorn's gthread worker with the 2 s lingering close of a `Connection: close`
+# answer moved off the main loop, where each client that kept its socket open stalled the whole worker.
+worker_class = "gthread_worker.Worker" if threads > 1 else "sync"
 timeout = 30
 graceful_timeout = 20
 # Heroku's Router 2.0 keeps connections to the dyno alive and closes them after 90 s idle: the app must

@@ -193,3 +193,18 @@ def stop_seconds_beside_idle_connections(server: Process, base_url: str, count: 
     finally:
         for connection in idle:
             connection.close()
+
+
+def requests_beside_unclosed_connections(base_url: str, count: int = 30) -> dict:
+    """`count` clients ask for `Connection: close` at once and keep their sockets open; then requests
+    on fresh connections. Returns how long each part took (s)."""
+    with ThreadPoolExecutor(count) as pool:
+        unclosed = list(pool.map(lambda _: Connection(base_url), range(count)))
+        closing = list(pool.map(lambda c: attempt(c.get, "/api/v1/users/bob", {"Connection": "close"}), unclosed))
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            fresh = list(pool.map(lambda _: attempt(fresh_get, base_url, "/api/v1/users/bob"), range(16)))
+    finally:
+        for connection in unclosed:
+            connection.close()
+    return {"closing": outcome(closing), "fresh": outcome(fresh)}
