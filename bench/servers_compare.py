@@ -37,6 +37,7 @@ GUNICORN = {
     "gunicorn.conf.py as shipped": [],
     "gthread 3x8, keep-alive off": [*GTHREAD_8, "--workers", "3", "--keep-alive", "0"],
     "gthread 2x8, keep-alive 100 s": [*GTHREAD_8, "--workers", "2", "--keep-alive", "100"],
+    "gunicorn's own gthread 3x8, keep-alive 100 s": [*GTHREAD_8, "--workers", "3", "--keep-alive", "100"],
     "gevent 2, keep-alive 100 s": ["--worker-class", "gevent", "--workers", "2", "--keep-alive", "100"],
 }
 GRANIAN = {f"granian 2x{threads}": ["--workers", "2", "--blocking-threads", str(threads)] for threads in (1, 8)}
