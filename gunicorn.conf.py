@@ -8,19 +8,32 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
-# Chosen by measurement (make bench and python -m bench.hang, 2 cores; figures in docs/performance.md): threads keep
-# a worker serving while some of its requests wait on the identity provider (eight sessions refreshing
-# against a provider that hangs 5 s must not stall bearer calls: 3 x 2 threads and sync workers did),
-# and 8 threads per worker cost nothing measurable against 2. Keep-alive stays off: uncapped, a gthread
-# worker accepts greedily (one took all 16 client connections in most runs); capped by
-# worker_connections, concurrent requests can all park their connections (the idle limit is checked
-# when a request starts), fill the worker's slots with idle connections and stop it accepting for the
-# whole keep-alive timeout (the fifty-simultaneous-pokes test then timed out, twice in six runs).
+# Chosen by measurement (python -m bench.servers_compare, bench.hang and bench.keepalive on 2 shared cores;
+# figures in docs/performance.md "Server choice"). Threads keep a worker serving while some of its
+# requests wait on the identity provider (eight sessions refreshing against a provider that hangs 5 s
+# must not stall bearer calls: 3 x 2 threads and sync workers did). With keep-alive clients this config
+# spent 5-18 % less CPU per request than keep-alive off and served 1.1-1.5 x its req/s. gevent cost
+# 1.3-2 x gthread's CPU per request and holds a stop for the whole graceful_timeout while connections
+# sit idle (20 s against 3.5-9 s). granian spent the least CPU (0.8-1.4 ms against 1.6-1.8 ms a request)
+# but closes idle connections after 30 s (60 s at most), before Heroku's router does.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
-worker_class = "gthread" if threads > 1 else "sync"
+# gthread_worker.py: gunicorn's gthread worker with the 2 s lingering close of a `Connection: close`
+# answer moved off the main loop, where each client that kept its socket open stalled the whole worker.
+worker_class = "gthread_worker.Worker" if threads > 1 else "sync"
 timeout = 30
 graceful_timeout = 20
-keepalive = 0
+# Heroku's Router 2.0 keeps connections to the dyno alive and closes them after 90 s idle: the app must
+# not close first, or the router may send a request on a connection the app is closing.
+keepalive = 100
+# A gthread worker stops accepting once it holds worker_connections connections, idle ones included,
+# and its idle limit (worker_connections - threads) is checked when a request starts, so concurrent
+# requests can all park: a small cap (12 was tried) filled with idle connections and stalled every new
+# connection for the whole keep-alive timeout. gunicorn's default leaves room for the router's pool.
+worker_connections = 1000
+# Each worker its own listening socket (SO_REUSEPORT), so the kernel spreads new connections over the
+# workers: on one shared socket a gthread worker accepts greedily, and with keep-alive one worker held
+# every connection of a benchmark (CPU split 100/0) while the other sat idle.
+reuse_port = True
 # The app writes one JSON line per request itself (app/logs.py); gunicorn adds only its own events.
 accesslog = None
 errorlog = "-"

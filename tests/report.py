@@ -59,6 +59,9 @@ SECTIONS = [
      "junk exchanges vs the token endpoint, Redis out of memory (noeviction) is 503, a pickle in a session key"),
     ("tests/unit/test_hardening.py", "Bounded by design", ""),
     ("tests/integration/test_provider_hang.py", "Provider hang", "bearer calls keep flowing while refreshes hang"),
+    ("tests/integration/test_server_keepalive.py", "Keep-alive clients",
+     "200 idle kept-alive connections hold up no request and no stop, nor do clients that keep their socket "
+     "after Connection: close; 50 racing pokes under the shipped config"),
     ("tests/integration/test_metrics.py", "Metrics",
      "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),

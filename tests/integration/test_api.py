@@ -1,20 +1,16 @@
 """The /api/v1 contract with real tokens from the dev provider and the real Redis."""
 
-import re
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import requests
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from app.store.keys import Keys
 from app.store.pokes import COOLDOWN_MS
+from tests.helpers.pokes import COOLDOWN_MESSAGE, simultaneous_pokes
 
 pytestmark = pytest.mark.integration
-
-COOLDOWN_MESSAGE = re.compile(r"poke on cooldown \((\d+)h(\d+)m(\d+)s remaining\)")
 
 
 def bearer(token: str) -> dict:
@@ -219,15 +215,7 @@ def test_a_non_json_content_type_is_a_415(client, idp):
 
 
 def test_fifty_simultaneous_pokes_of_one_target_succeed_exactly_once(live_app, idp):
-    token = idp.user_token("carol")
-
-    def one_poke(_):
-        return requests.post(
-            f"{live_app.url}/api/v1/pokes", json={"username": "bob"}, headers=bearer(token), timeout=10
-        )
-
-    with ThreadPoolExecutor(max_workers=50) as pool:
-        responses = list(pool.map(one_poke, range(50)))
+    responses = simultaneous_pokes(live_app.url, idp.user_token("carol"), "bob")
     codes = sorted(response.status_code for response in responses)
     assert codes == [200] + [400] * 49
     assert all(COOLDOWN_MESSAGE.fullmatch(r.json()["error"]) for r in responses if r.status_code == 400)
