@@ -17,6 +17,16 @@ def pytest_addoption(parser):
     parser.addoption("--redis-cluster", action="store_true", help="run against a real three-master Redis Cluster")
 
 
+def pytest_collection_modifyitems(config, items):
+    """On the --redis-cluster pass, leave out the tests marked single_redis (they are run by the first)."""
+    if not config.getoption("--redis-cluster"):
+        return
+    single = [item for item in items if item.get_closest_marker("single_redis")]
+    if single:
+        config.hook.pytest_deselected(items=single)
+        items[:] = [item for item in items if not item.get_closest_marker("single_redis")]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_secret_in_any_log_line_of_the_run(tmp_path_factory):
     """Every line the app's loggers write in process, and every line an app under gunicorn wrote to its

@@ -16,17 +16,17 @@ from bench.peers import fastapi_peer, flask_peer
 from config import Config
 from tests.helpers.real_services import delete_prefix, import_demo_users, integration_env
 
+pytestmark = [pytest.mark.integration, pytest.mark.single_redis]
+
 PEERS = ("flask", "fastapi")
 TARGETS = {"service": "target-service", "flask": "target-flask", "fastapi": "target-fastapi"}
 COOLDOWN = re.compile(r"poke on cooldown \((23h59m\d+s|24h0m0s) remaining\)")
 
 
 @pytest.fixture(scope="module")
-def clients(request, idp, redis_url):
+def clients(idp, redis_url):
     """name -> a function (method, path, token, json) -> (status, body) for the service and each peer,
     all over one key prefix with the demo users and a poke target for each."""
-    if request.config.getoption("--redis-cluster"):
-        pytest.skip("the peers talk to a single Redis, as make bench runs them")
     env = integration_env(idp, redis_url)
     service = create_app(Config(env))
     import_demo_users(service)
