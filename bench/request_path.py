@@ -209,8 +209,12 @@ class Pieces:
         self._patch(MapAdapter, "match", "werkzeug routing (match)")
         self._patch(flask.Flask, "make_response", "make_response (JSON encoding, Response)")
         self._patch(flask.Flask, "create_url_adapter", "url adapter")
-        for name in ("PUBLIC_PROFILE", "OWN_PROFILE"):
-            self._patch(getattr(api_routes, name), "dump", "serialisation (schema dump)")
+        for name in ("PUBLIC_PROFILE", "OWN_PROFILE"):  # marshmallow schemas, before they were cut
+            if hasattr(api_routes, name):
+                self._patch(getattr(api_routes, name), "dump", "serialisation (schema dump)")
+        for name in ("public_profile_body", "own_profile_body"):  # the bodies built by hand
+            if hasattr(api_routes, name):
+                self._patch(api_routes, name, "serialisation (schema dump)", module=True)
         self._patch(schemas, "poke_target", "poke body validation (schema load)", module=True)
         self._patch(redis.Redis, "execute_command", "redis round trip (Python)", count="redis round trips")
         self._patch(redis.client.Pipeline, "execute", "redis round trip (Python)", count="redis round trips")
