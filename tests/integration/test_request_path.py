@@ -79,4 +79,9 @@ def test_a_poke_sends_the_pokers_profile_read_and_the_poke_script_only(app, redi
         redis_url, lambda: client.post("/api/v1/pokes", json={"username": next(targets)}, headers=headers)
     )
     # Redis counts the commands the script runs (HGET the target, SET NX the cooldown) as well.
-    assert sent == {"hgetall": 1, "evalsha": 1, "hget": 1, "set": 1}
+    expected = {"hgetall": 1, "evalsha": 1, "hget": 1, "set": 1}
+    if "cluster" in redis_url:
+        # redis-py 8's cluster pipeline asks a node for an EVALSHA's keys (COMMAND GETKEYS) before
+        # routing it, though the keys are in its arguments: a round trip more, on clusters only.
+        expected["command|getkeys"] = 1
+    assert sent == expected
