@@ -30,13 +30,43 @@ ROUTES = ("bare_flask", "public_profile", "own_profile_bearer", "own_profile_coo
 def main() -> None:
     metrics_dir = tempfile.mkdtemp(prefix="request-path-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir  # before prometheus_client is first imported
-    from .servers import redis_and_provider
-
-    with redis_and_provider() as (redis_url, issuer, app_port):
+    with services() as (redis_url, issuer, app_port):
         app, routes = prepared(redis_url, issuer, app_port)
         results = measure(app, routes)
     print(json.dumps(results, indent=1))
     print(table(results))
+
+
+@contextlib.contextmanager
+def services():
+    """A private redis-server and dev provider (access tokens good for an hour: a run on a loaded
+    machine outlasts the default), stopped on the way out: (Redis URL, issuer, the app's port)."""
+    import secrets
+    from pathlib import Path
+
+    from dev.services import free_port, idp_issuer, start_idp, start_redis
+
+    with tempfile.TemporaryDirectory() as workdir:
+        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
+        redis_server = start_redis(redis_port, workdir=Path(workdir))
+        base = f"http://127.0.0.1:{app_port}/"
+        try:
+            idp = start_idp(
+                idp_port,
+                log_path=Path(workdir) / "idp.log",
+                env={
+                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
+                    "IDP_ACCESS_TOKEN_TTL": "3600",
+                    "IDP_REDIRECT_URIS": f"{base}auth/callback",
+                    "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+                },
+            )
+            try:
+                yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
+            finally:
+                idp.stop()
+        finally:
+            redis_server.stop()
 
 
 def prepared(redis_url: str, issuer: str, app_port: int):
@@ -144,9 +174,12 @@ def whole(flask_app, make, requests: int) -> float:
     """CPU µs per request of `requests` requests (environs built outside the timed loop)."""
     environs = [make(i) for i in range(requests)]
     started = time.process_time()
-    for environ in environs:
-        call(flask_app, environ)
-    return (time.process_time() - started) / requests * 1e6
+    statuses = [call(flask_app, environ) for environ in environs]
+    spent = time.process_time() - started
+    failed = [status for status in statuses if not status.startswith("200")]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {requests} requests failed, e.g. {failed[0]}")
+    return spent / requests * 1e6
 
 
 def measure(app, routes) -> dict:
@@ -248,11 +281,9 @@ class Pieces:
         setattr(owner, attribute, self._timed(original, label, count))
 
     def _timed(self, function, label, count=None):
-        """`function` timed by wall clock (a cheap read here, where reading a CPU clock is a 1-2 µs
-        system call); a Redis round trip by its thread CPU time as well, as its wall time waits on Redis."""
-        wall, cpu, stack, ns, calls = time.perf_counter_ns, time.thread_time_ns, self._stack, self.ns, self.calls
-        overhead, cpu_overhead = self._overhead
-        on_cpu = count == "redis round trips"
+        """`function` timed by this thread's CPU time (not the wall clock: other processes share the
+        cores), less what one timing costs and less the pieces timed inside it."""
+        clock, stack, ns, calls, overhead = time.thread_time_ns, self._stack, self.ns, self.calls, self._overhead
 
         @wraps(function)
         def timed(*args, **kwargs):
@@ -260,42 +291,32 @@ class Pieces:
                 calls[count] += 1
             if stack and stack[-1][0] == label:  # a piece calling itself (a pipeline's execute_command)
                 return function(*args, **kwargs)
-            started = wall()
-            cpu_started = cpu() if on_cpu else 0
+            started = clock()
             stack.append([label, 0])
             try:
                 return function(*args, **kwargs)
             finally:
                 _, inner = stack.pop()
-                if on_cpu:
-                    ns[label] += cpu() - cpu_started - cpu_overhead - inner
-                spent = wall() - started
-                if not on_cpu:
-                    ns[label] += spent - overhead - inner
+                spent = clock() - started
+                ns[label] += spent - overhead - inner
                 if stack:
-                    stack[-1][1] += spent  # the parent loses this piece and its timer
+                    stack[-1][1] += spent  # the parent loses this piece and its timing
 
         return timed
 
 
-def _timer_overhead() -> tuple[int, int]:
-    """ns that timing adds to an empty piece: by wall clock, and by CPU clock; best of 5."""
-    wall, cpu = time.perf_counter_ns, time.thread_time_ns
-    best_wall = best_cpu = None
-    for _ in range(5):
-        started = wall()
+def _timer_overhead() -> int:
+    """ns one timing adds (two reads of the thread's CPU clock, a system call here), best of 7."""
+    clock = time.thread_time_ns
+    best = None
+    for _ in range(7):
+        started = clock()
         for _ in range(10_000):
-            a = wall()
-            _ = wall() - a
-        per_wall = (wall() - started) // 10_000
-        started = cpu()
-        for _ in range(10_000):
-            a = cpu()
-            _ = cpu() - a
-        per_cpu = (cpu() - started) // 10_000
-        best_wall = per_wall if best_wall is None else min(best_wall, per_wall)
-        best_cpu = per_cpu if best_cpu is None else min(best_cpu, per_cpu)
-    return best_wall, best_cpu
+            a = clock()
+            _ = clock() - a
+        per = (clock() - started) // 10_000
+        best = per if best is None else min(best, per)
+    return best
 
 
 def table(results: dict) -> str:
