@@ -94,6 +94,9 @@ def prepared(redis_url: str, issuer: str, app_port: int):
         "SECRET_KEY": secrets.token_urlsafe(48),
         "METRICS_TOKEN": secrets.token_urlsafe(32),
         "LOG_LEVEL": "INFO",
+        # Settings to measure a feature's cost by its absence: '{"LOG_LEVEL": "WARNING"}' (no access log)
+        # or '{"METRICS_TOKEN": ""}' (no metrics).
+        **json.loads(os.environ.get("BENCH_APP_ENV", "{}")),
     }
     app = create_app(Config(env))
     runner = app.test_cli_runner()
