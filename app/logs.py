@@ -18,6 +18,7 @@ from flask import Flask, g, has_request_context, request
 from .tracing import current_trace_id
 
 REQUEST_ID = "X-Request-ID"
+WSGI_REQUEST_ID = "HTTP_X_REQUEST_ID"  # the header's name in the WSGI environ
 # What Heroku's router and common proxies send (UUIDs, base64): kept; anything else is replaced.
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9+/=_.-]{1,200}", re.ASCII)
 STDOUT = 1
@@ -28,7 +29,7 @@ def request_id() -> str:
     here = g._get_current_object()  # each use of Flask's proxy g looks up the context again
     made = here.get("request_id")
     if made is None:
-        incoming = request.headers.get(REQUEST_ID, "")
+        incoming = request.environ.get(WSGI_REQUEST_ID, "")  # request.headers.get raises and catches a KeyError
         made = here.request_id = incoming if VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
     return made
 
