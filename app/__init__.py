@@ -22,6 +22,7 @@ from .cli import users_cli
 from .error_responses import register_error_handlers
 from .extensions import Services, init_limiter, make_redis
 from .health import bp as health_bp
+from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
 from .metrics import count_redis_error, init_metrics
 from .security import register_security_headers
@@ -36,6 +37,7 @@ from .web import bp as web_bp
 def create_app(config: Config | None = None, *, redis=None) -> Flask:
     """A configured app; `config` defaults to the environment, `redis` to a client for REDIS_URL."""
     app = Flask(__name__)
+    app.json = CachedEncoderJSONProvider(app)
     config = config or Config()
     configure_app(app, config)
     register_extensions(app, config, redis)

@@ -111,11 +111,13 @@ def init_metrics(app: Flask, *, active_sessions: Callable[[], int]) -> None:
 
 
 def _count_request(response):
-    started = g.get("started")  # set by app.logs before every request
-    rule = request.url_rule
+    # The request and g once each: every use of Flask's proxies looks up the context again.
+    current = request._get_current_object()
+    started = g._get_current_object().get("started")  # set by app.logs before every request
+    rule, method = current.url_rule, current.method
     labels = (
         rule.rule if rule is not None else UNMATCHED,
-        request.method if request.method in METHODS else "other",
+        method if method in METHODS else "other",
         response.status_code,
     )
     _child(DURATION, *labels).observe(time.perf_counter() - started if started is not None else 0.0)

@@ -10,18 +10,15 @@ from ..metrics import poke_observed
 from ..prefixes import API_PREFIX
 from ..store.profiles import normalize_username
 from ..tokens.dpop import dpop_challenge
+from .bodies import own_profile_body, public_profile_body
 from .openapi import openapi_document
 from .pokes import poke
-from .schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
 from .scopes import declare_scope, declared_scope
 from .step_up import needs_step_up, step_up_required
 
 bp = Blueprint("api", __name__, url_prefix=API_PREFIX)
 
 PRIVATE = {"Cache-Control": "no-store"}
-# Schema instances are built once: building one per request costs more than the Redis round trip.
-PUBLIC_PROFILE = PublicProfileSchema()
-OWN_PROFILE = OwnProfileEnvelopeSchema()
 
 
 def for_user_with_scope(setting: str):
@@ -57,14 +54,14 @@ def public_profile(username: str):
     profile = services().store.profiles.get_public(normalized) if normalized else None
     if profile is None or profile.disabled:
         raise UnknownUser(username)
-    return PUBLIC_PROFILE.dump(profile), 200, {"Cache-Control": "no-cache"}
+    return public_profile_body(profile), 200, {"Cache-Control": "no-cache"}
 
 
 @bp.get("/me/profile")
 @for_user_with_scope("PROFILE_SCOPE")
 def own_profile(caller):
     profile = services().guard.enabled_profile(caller)
-    return OWN_PROFILE.dump({"data": profile}), 200, PRIVATE
+    return own_profile_body(profile), 200, PRIVATE
 
 
 @bp.post("/pokes")

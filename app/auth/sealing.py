@@ -13,9 +13,7 @@ import json
 import secrets
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 VERSION = "v2"
 NONCE_BYTES = 12
@@ -31,23 +29,30 @@ class Unsealable(Exception):
     """A sealed value that no current or fallback key opens (or that is not a sealed value at all)."""
 
 
-def _key(cookie: str, secret: str) -> bytes:
+def _salt(secret: str) -> bytes:
     # Not salt=secret: HKDF's extract step would then be HMAC(secret, cookie), which is the session's
     # name in Redis (app.auth.sessions.session_ref), and the key would follow from Redis alone.
-    salt = hmac.new(secret.encode(), SALT_LABEL, hashlib.sha256).digest()
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=INFO).derive(cookie.encode())
+    return hmac.digest(secret.encode(), SALT_LABEL, hashlib.sha256)
+
+
+def _key(cookie: str, salt: bytes) -> bytes:
+    """HKDF-SHA256 (RFC 5869) of the cookie under `salt` and INFO, 32 bytes."""
+    # One extract and one expand block by the C one-shot HMAC: the key cryptography's HKDF gives,
+    # without building its objects and the salt on every cookie-authenticated call.
+    pseudorandom_key = hmac.digest(salt, cookie.encode(), hashlib.sha256)
+    return hmac.digest(pseudorandom_key, INFO + b"\x01", hashlib.sha256)
 
 
 class Sealer:
     """Seals and opens values for one session cookie, under SECRET_KEY and its fallbacks."""
 
     def __init__(self, secret: str, fallbacks: list[str]):
-        self._secrets = [secret, *fallbacks]
+        self._salts = [_salt(secret) for secret in (secret, *fallbacks)]
 
     def seal(self, cookie: str, plaintext: bytes) -> str:
         """`plaintext` encrypted for the session `cookie`."""
         nonce = secrets.token_bytes(NONCE_BYTES)
-        sealed = AESGCM(_key(cookie, self._secrets[0])).encrypt(nonce, plaintext, INFO)
+        sealed = AESGCM(_key(cookie, self._salts[0])).encrypt(nonce, plaintext, INFO)
         return f"{VERSION}.{base64.urlsafe_b64encode(nonce + sealed).decode()}"
 
     def open(self, cookie: str, value) -> tuple[bytes, bool]:
@@ -62,9 +67,9 @@ class Sealer:
         if len(raw) < NONCE_BYTES + TAG_BYTES:
             raise Unsealable("truncated")
         nonce, sealed = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
-        for index, secret in enumerate(self._secrets):
+        for index, salt in enumerate(self._salts):
             try:
-                return AESGCM(_key(cookie, secret)).decrypt(nonce, sealed, INFO), index > 0
+                return AESGCM(_key(cookie, salt)).decrypt(nonce, sealed, INFO), index > 0
             except InvalidTag:
                 continue
         raise Unsealable("no key opens it")
