@@ -15,7 +15,17 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 
 from dev import oidc_driver
-from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis, supervised
+from dev.services import (
+    ROOT,
+    Process,
+    free_port,
+    gunicorn_argv,
+    idp_issuer,
+    local_app_env,
+    start_idp,
+    start_redis,
+    supervised,
+)
 
 SESSIONS = 8
 DELAY_MS = 5000
@@ -117,16 +127,14 @@ def main(gunicorn_options: list[str]) -> None:
                 },
             )
         )
-        env = {
-            "OIDC_ISSUER_URL": idp_issuer(idp_port),
-            "OIDC_CLIENT_ID": SHORT_CLIENT,
-            "LOGIN_CLIENT_IDS": f"{SHORT_CLIENT},profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{base}/auth/callback",
-            "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "SECRET_KEY": secrets.token_urlsafe(48),
-            "LOG_LEVEL": "WARNING",
-        }
+        env = local_app_env(
+            idp_issuer(idp_port),
+            base,
+            f"redis://127.0.0.1:{redis_port}/0",
+            OIDC_CLIENT_ID=SHORT_CLIENT,
+            LOGIN_CLIENT_IDS=f"{SHORT_CLIENT},profile-poke-web",
+            LOG_LEVEL="WARNING",
+        )
         import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
         Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
         argv = gunicorn_argv(app_port, gunicorn_options)

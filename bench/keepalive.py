@@ -20,7 +20,17 @@ from urllib.parse import urlsplit
 import requests
 
 from dev import oidc_driver
-from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis, supervised
+from dev.services import (
+    ROOT,
+    Process,
+    free_port,
+    gunicorn_argv,
+    idp_issuer,
+    local_app_env,
+    start_idp,
+    start_redis,
+    supervised,
+)
 
 IDLE = 200
 FRESH = 64
@@ -156,15 +166,7 @@ def main(gunicorn_options: list[str]) -> None:
         base = f"http://127.0.0.1:{app_port}"
         idp_env = {"IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}/auth/callback"}
         started.append(start_idp(idp_port, log_path=state / "idp.log", env=idp_env))
-        env = {
-            "OIDC_ISSUER_URL": idp_issuer(idp_port),
-            "OIDC_CLIENT_ID": "profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{base}/auth/callback",
-            "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "SECRET_KEY": secrets.token_urlsafe(48),
-            "LOG_LEVEL": "WARNING",
-        }
+        env = local_app_env(idp_issuer(idp_port), base, f"redis://127.0.0.1:{redis_port}/0", LOG_LEVEL="WARNING")
         import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
         Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
         app = Process("app", gunicorn_argv(app_port, gunicorn_options), log_path=state / "app.log", env=env)

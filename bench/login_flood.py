@@ -9,6 +9,7 @@ from pathlib import Path
 from app import create_app
 from app.extensions import make_redis
 from config import Config
+from dev.services import local_app_env
 
 from .servers import redis_and_provider
 
@@ -24,17 +25,14 @@ CASES = [  # name, RATE_LIMIT_LOGIN, keeps the login cookie
 
 def flood(redis_url: str, issuer: str, app_port: int, limit: str, keep_cookie: bool) -> dict:
     prefix = f"flood-{secrets.token_hex(3)}:"
-    env = {
-        "OIDC_ISSUER_URL": issuer,
-        "OIDC_CLIENT_ID": "profile-poke-web",
-        "REDIS_URL": redis_url,
-        "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback",
-        "SECRET_KEY": secrets.token_urlsafe(32),
-        "SESSION_COOKIE_SECURE": "false",
-        "LOG_LEVEL": "ERROR",
-        "REDIS_KEY_PREFIX": prefix,
-        "RATE_LIMIT_LOGIN": limit,
-    }
+    env = local_app_env(
+        issuer,
+        f"http://127.0.0.1:{app_port}",
+        redis_url,
+        LOG_LEVEL="ERROR",
+        REDIS_KEY_PREFIX=prefix,
+        RATE_LIMIT_LOGIN=limit,
+    )
     app = create_app(Config(env))
     redis = make_redis(redis_url, socket_timeout=5)
     redis.flushall()

@@ -74,30 +74,31 @@ def prepared(redis_url: str, issuer: str, app_port: int):
     import secrets
 
     import requests
+    from flask import Flask
     from werkzeug.test import EnvironBuilder
 
     from app import create_app
     from app.cli import users_cli  # noqa: F401  (the import command below)
     from config import Config
     from dev import oidc_driver
+    from dev.services import local_app_env
 
-    from .ceiling import app as bare
-    from .run import seed_targets
+    from .world import seed_targets
+
+    bare = Flask("bare")  # the yardstick: a route that returns a small JSON object and nothing else
+    bare.get("/")(lambda: {"hello": "world"})
 
     base = f"http://127.0.0.1:{app_port}/"
-    env = {
-        "OIDC_ISSUER_URL": issuer,
-        "OIDC_CLIENT_ID": "profile-poke-web",
-        "OIDC_REDIRECT_URI": f"{base}auth/callback",
-        "SESSION_COOKIE_SECURE": "false",
-        "REDIS_URL": redis_url,
-        "SECRET_KEY": secrets.token_urlsafe(48),
-        "METRICS_TOKEN": secrets.token_urlsafe(32),
-        "LOG_LEVEL": "INFO",
+    env = local_app_env(
+        issuer,
+        base,
+        redis_url,
+        METRICS_TOKEN=secrets.token_urlsafe(32),
+        LOG_LEVEL="INFO",
         # Settings to measure a feature's cost by its absence: '{"LOG_LEVEL": "WARNING"}' (no access log)
         # or '{"METRICS_TOKEN": ""}' (no metrics).
         **json.loads(os.environ.get("BENCH_APP_ENV", "{}")),
-    }
+    )
     app = create_app(Config(env))
     runner = app.test_cli_runner()
     imported = runner.invoke(args=["users", "import", "dev/demo-users.json"])

@@ -13,16 +13,24 @@ import sys
 import tempfile
 from pathlib import Path
 
-import redis
 import requests
 
-from app.store.keys import Keys
-from app.store.profiles import Profile, Profiles
 from config import Config
 from dev import oidc_driver
-from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis, supervised
+from dev.services import (
+    ROOT,
+    Process,
+    free_port,
+    gunicorn_argv,
+    idp_issuer,
+    local_app_env,
+    start_idp,
+    start_redis,
+    supervised,
+)
 
 from .hang import sign_in
+from .world import seed_targets
 
 STATE = ROOT / ".dev" / "servers"
 WARMUP_SECONDS = 2
@@ -97,26 +105,15 @@ class World:
             "IDP_POST_LOGOUT_REDIRECT_URIS": f"{base}/",
         }
         started.append(start_idp(idp_port, log_path=STATE / "idp.log", env=idp_env))
-        self.env = {
-            "OIDC_ISSUER_URL": idp_issuer(idp_port),
-            "OIDC_CLIENT_ID": "profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{base}/auth/callback",
-            "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "SECRET_KEY": secrets.token_urlsafe(48),
-            "METRICS_TOKEN": secrets.token_urlsafe(32),
-        }
+        self.env = local_app_env(
+            idp_issuer(idp_port),
+            base,
+            f"redis://127.0.0.1:{redis_port}/0",
+            METRICS_TOKEN=secrets.token_urlsafe(32),
+        )
         import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
         subprocess.run(import_users, env={**os.environ, **self.env}, cwd=ROOT, check=True, capture_output=True)
-        print(f"seeding {targets} poke targets", flush=True)
-        client = redis.Redis.from_url(self.env["REDIS_URL"])
-        for start in range(1, targets + 1, 10_000):
-            pipe = client.pipeline(transaction=False)
-            profiles = Profiles(pipe, Keys(Config(self.env).REDIS_KEY_PREFIX))
-            for name in (f"t{index:07d}" for index in range(start, min(start + 10_000, targets + 1))):
-                profiles.put(Profile(username=name, handle=name, display_name=name))
-            pipe.execute()
-        client.close()
+        seed_targets(self.env["REDIS_URL"], Config(self.env).REDIS_KEY_PREFIX, targets)
         self.targets, self.next_target = targets, 1
         env = self.env
         self.token = oidc_driver.user_tokens(

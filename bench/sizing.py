@@ -14,6 +14,7 @@ from app.extensions import make_redis, services
 from app.store.profiles import Profile
 from config import Config
 from dev import oidc_driver
+from dev.services import local_app_env
 
 from .servers import redis_and_provider
 
@@ -34,17 +35,14 @@ def _sign_in(app, username: str) -> None:
 
 
 def measure(redis_url: str, issuer: str, app_port: int) -> dict:
-    env = {
-        "OIDC_ISSUER_URL": issuer,
-        "OIDC_CLIENT_ID": "profile-poke-web",
-        "REDIS_URL": redis_url,
-        "OIDC_REDIRECT_URI": f"http://127.0.0.1:{app_port}/auth/callback",
-        "SECRET_KEY": secrets.token_urlsafe(32),
-        "SESSION_COOKIE_SECURE": "false",
-        "LOG_LEVEL": "WARNING",
-        "REDIS_KEY_PREFIX": "pp:",
-        "RATE_LIMIT_LOGIN": "1000 per minute",
-    }
+    env = local_app_env(
+        issuer,
+        f"http://127.0.0.1:{app_port}",
+        redis_url,
+        LOG_LEVEL="WARNING",
+        REDIS_KEY_PREFIX="pp:",
+        RATE_LIMIT_LOGIN="1000 per minute",
+    )
     app = create_app(Config(env))
     redis = make_redis(redis_url, socket_timeout=5)
     demo = json.loads((Path(__file__).resolve().parent.parent / "dev" / "demo-users.json").read_text())[0]

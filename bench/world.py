@@ -14,7 +14,7 @@ from app.store.keys import Keys
 from app.store.profiles import Profile, Profiles
 from dev import oidc_driver
 from dev.otlp_receiver import Receiver
-from dev.services import ROOT, free_port, idp_issuer, start_idp, start_redis
+from dev.services import ROOT, free_port, idp_issuer, local_app_env, start_idp, start_redis
 
 from .load import Window
 from .preload import preload
@@ -57,15 +57,7 @@ class World:
                 },
             )
         )
-        self.env = {
-            "OIDC_ISSUER_URL": idp_issuer(idp_port),
-            "OIDC_CLIENT_ID": "profile-poke-web",
-            "OIDC_REDIRECT_URI": f"{redirect}auth/callback",
-            "SESSION_COOKIE_SECURE": "false",
-            "REDIS_URL": self.redis_url,
-            "REDIS_KEY_PREFIX": PREFIX,
-            "SECRET_KEY": secrets.token_urlsafe(48),
-        }
+        self.env = local_app_env(idp_issuer(idp_port), redirect, self.redis_url, REDIS_KEY_PREFIX=PREFIX)
         subprocess.run(
             [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
             env={**os.environ, **self.env},
@@ -102,17 +94,7 @@ class World:
         return servers
 
     def _seed_targets(self) -> None:
-        """Profiles t0000001… for the poke route, written by the service's own Profiles.put."""
-        print(f"seeding {self.targets} poke targets", flush=True)
-        client = redis.Redis.from_url(self.redis_url)
-        for start in range(1, self.targets + 1, 10_000):
-            pipe = client.pipeline(transaction=False)
-            profiles = Profiles(pipe, Keys(PREFIX))
-            for index in range(start, min(start + 10_000, self.targets + 1)):
-                name = f"t{index:07d}"
-                profiles.put(Profile(username=name, handle=name, display_name=name))
-            pipe.execute()
-        client.close()
+        seed_targets(self.redis_url, PREFIX, self.targets)
 
     def window(self, server: Server, route: str, close: bool) -> Window:
         """What wrk sends to `server` on `route`; each poke names a target never poked since the
@@ -145,3 +127,17 @@ class World:
         if batch:
             client.unlink(*batch)
         client.close()
+
+
+def seed_targets(redis_url: str, prefix: str, count: int) -> None:
+    """Profiles t0000001… for the poke route, written by the service's own Profiles.put into pipelines."""
+    print(f"seeding {count} poke targets", flush=True)
+    client = redis.Redis.from_url(redis_url)
+    for start in range(1, count + 1, 10_000):
+        pipe = client.pipeline(transaction=False)
+        profiles = Profiles(pipe, Keys(prefix))
+        for index in range(start, min(start + 10_000, count + 1)):
+            name = f"t{index:07d}"
+            profiles.put(Profile(username=name, handle=name, display_name=name))
+        pipe.execute()
+    client.close()

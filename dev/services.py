@@ -230,6 +230,20 @@ def idp_issuer(port: int) -> str:
     return f"http://127.0.0.1:{port}/realms/dev"
 
 
+def local_app_env(issuer: str, app_base: str, redis_url: str, **settings: str) -> dict:
+    """The settings of an app served on loopback at `app_base` over `issuer` and `redis_url`, with a new
+    SECRET_KEY; `settings` are added, or win over these."""
+    return {
+        "OIDC_ISSUER_URL": issuer,
+        "OIDC_CLIENT_ID": "profile-poke-web",
+        "OIDC_REDIRECT_URI": f"{app_base.rstrip('/')}/auth/callback",
+        "SESSION_COOKIE_SECURE": "false",
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": secrets.token_urlsafe(48),
+        **settings,
+    }
+
+
 def gunicorn_argv(port: int, options=(), app: str = "wsgi:app") -> list[str]:
     """The command that serves `app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`."""
     config = ["--config", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"]
