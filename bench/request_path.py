@@ -37,36 +37,12 @@ def main() -> None:
     print(table(results))
 
 
-@contextlib.contextmanager
 def services():
     """A private redis-server and dev provider (access tokens good for an hour: a run on a loaded
     machine outlasts the default), stopped on the way out: (Redis URL, issuer, the app's port)."""
-    import secrets
-    from pathlib import Path
+    from .servers import redis_and_provider  # here: PROMETHEUS_MULTIPROC_DIR is set first
 
-    from dev.services import free_port, idp_issuer, start_idp, start_redis
-
-    with tempfile.TemporaryDirectory() as workdir:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        redis_server = start_redis(redis_port, workdir=Path(workdir))
-        base = f"http://127.0.0.1:{app_port}/"
-        try:
-            idp = start_idp(
-                idp_port,
-                log_path=Path(workdir) / "idp.log",
-                env={
-                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
-                    "IDP_ACCESS_TOKEN_TTL": "3600",
-                    "IDP_REDIRECT_URIS": f"{base}auth/callback",
-                    "IDP_POST_LOGOUT_REDIRECT_URIS": base,
-                },
-            )
-            try:
-                yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
-            finally:
-                idp.stop()
-        finally:
-            redis_server.stop()
+    return redis_and_provider(IDP_ACCESS_TOKEN_TTL="3600")
 
 
 def prepared(redis_url: str, issuer: str, app_port: int):

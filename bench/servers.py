@@ -127,24 +127,28 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 @contextmanager
-def redis_and_provider() -> Iterator[tuple[str, str, int]]:
-    """A private redis-server and dev provider for a one-off measurement, stopped on the way out:
-    (the Redis URL, the provider's issuer, the port of the app whose redirects the provider accepts)."""
+def redis_and_provider(**idp_settings: str) -> Iterator[tuple[str, str, int]]:
+    """A private redis-server and dev provider (with `idp_settings`) for a one-off measurement, stopped
+    on the way out: (the Redis URL, the provider's issuer, the port of the app whose redirects the
+    provider accepts)."""
     with tempfile.TemporaryDirectory() as workdir:
         redis_port, idp_port, app_port = free_port(), free_port(), free_port()
         redis_server = start_redis(redis_port, workdir=Path(workdir))
         base = f"http://127.0.0.1:{app_port}/"
-        idp = start_idp(
-            idp_port,
-            log_path=Path(workdir) / "idp.log",
-            env={
-                "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
-                "IDP_REDIRECT_URIS": f"{base}auth/callback",
-                "IDP_POST_LOGOUT_REDIRECT_URIS": base,
-            },
-        )
         try:
-            yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
+            idp = start_idp(
+                idp_port,
+                log_path=Path(workdir) / "idp.log",
+                env={
+                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
+                    "IDP_REDIRECT_URIS": f"{base}auth/callback",
+                    "IDP_POST_LOGOUT_REDIRECT_URIS": base,
+                    **idp_settings,
+                },
+            )
+            try:
+                yield f"redis://127.0.0.1:{redis_port}/0", idp_issuer(idp_port), app_port
+            finally:
+                idp.stop()
         finally:
-            idp.stop()
             redis_server.stop()
