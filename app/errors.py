@@ -65,9 +65,10 @@ class InsufficientUserAuthentication(_BearerError):
 
     status, code = 401, "insufficient_user_authentication"
 
-    def __init__(self, message: str, *, acr_values: str | None, max_age: int | None):
+    def __init__(self, message: str, *, acr_values: str | None, max_age: int | None, reason: str = "acr"):
         super().__init__(message)
         self.acr_values, self.max_age = acr_values, max_age
+        self.reason = reason  # what fell short, for the stepup.refused audit event: acr, max_age, no_auth_time
 
     def parameters(self) -> str:
         """The challenge's auth-params (RFC 9470 3), for whichever scheme the client used."""

@@ -82,6 +82,7 @@ KNOWN_LABELS = {
         *[("signin.failed", reason) for reason in (*SIGNIN_FAILURES, SILENT_DECLINED)],
         *[("session.ended", reason) for reason in ("user", "backchannel", "refresh_refused", "admin")],
         ("refresh.refused", "superseded"),
+        *[("stepup.refused", reason) for reason in ("acr", "max_age", "no_auth_time")],
         *[
             ("ratelimit.hit", reason)
             for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total")

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from flask import g, request
 
 from ..addresses import client_key
+from ..audit import audit
 from ..auth.session_tokens import SessionTokens
 from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
 from ..metrics import count_dpop_refusal
@@ -184,6 +185,13 @@ class Guard:
             # Only a refusal reads the account here: one that passes is checked by whoever reads it
             # next (the poke script), so a disabled account still hears 403 first, at no extra cost.
             self.enabled_profile(caller)
+            audit(
+                "stepup.refused",
+                reason=refused.reason,
+                user=caller.username,
+                acr=caller.acr,
+                route=request.url_rule.rule if request.url_rule else None,
+            )
             if request.headers.get("Authorization", "").lstrip().lower().startswith(f"{DPOP} "):
                 g.dpop_failure = (refused.code, refused.message, refused.parameters())  # the DPoP challenge too
             raise

@@ -36,16 +36,16 @@ class StepUpPolicy:
         """Nothing when a sign-in with `acr` at `auth_time` meets the policy; else
         InsufficientUserAuthentication saying what is missing."""
         if self.acr_values and acr not in self.acr_values:
-            self._refuse(f"a stronger sign-in is required (acr {' or '.join(self.acr_values)})")
+            self._refuse("acr", f"a stronger sign-in is required (acr {' or '.join(self.acr_values)})")
         if self.max_age is None:
             return
         now = time.time() if now is None else now
         if auth_time is None:
-            self._refuse("a recent sign-in is required and the time of this one (auth_time) is unknown")
+            self._refuse("no_auth_time", "a recent sign-in is required and the time of this one (auth_time) is unknown")
         if now - auth_time > self.max_age:
-            self._refuse(f"a more recent sign-in is required (at most {self.max_age} s ago)")
+            self._refuse("max_age", f"a more recent sign-in is required (at most {self.max_age} s ago)")
 
-    def _refuse(self, message: str):
+    def _refuse(self, reason: str, message: str):
         raise InsufficientUserAuthentication(
-            message, acr_values=" ".join(self.acr_values) or None, max_age=self.max_age
+            message, acr_values=" ".join(self.acr_values) or None, max_age=self.max_age, reason=reason
         )

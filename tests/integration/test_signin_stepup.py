@@ -228,3 +228,24 @@ def test_a_session_is_judged_by_its_own_record_not_by_its_access_token(make_app,
     # The access token still says pwd-otp; the session's record now says a password only.
     redis.set(key, json.dumps({**stored, "acr": ACR_PASSWORD}), keepttl=True)
     assert_step_up_refused(poke(client, CSRF))
+
+
+def test_a_step_up_refusal_is_one_audit_event_saying_what_fell_short(make_app, idp, audit_lines):
+    client = make_app(**STEP_UP).test_client()
+    token = idp.user_tokens("alice")["access_token"]
+    audit_lines.lines.clear()
+    assert_step_up_refused(poke(client, bearer(token)))
+    refusals = [event for event in audit_lines.events() if event["event"] == "stepup.refused"]
+    assert [(e["reason"], e["user"], e["acr"], e["route"]) for e in refusals] == [
+        ("acr", "alice", ACR_PASSWORD, "/api/v1/pokes")
+    ]
+    assert token not in json.dumps(refusals)
+
+
+def test_a_step_up_refusal_for_an_old_sign_in_is_audited_as_max_age(make_app, idp, audit_lines):
+    client = make_app(STEP_UP_MAX_AGE="2").test_client()
+    token = idp.user_tokens("alice", acr_values=ACR_OTP)["access_token"]
+    time.sleep(3)
+    audit_lines.lines.clear()
+    assert_step_up_refused(poke(client, bearer(token)), STALE, max_age=2)
+    assert [e["reason"] for e in audit_lines.events() if e["event"] == "stepup.refused"] == ["max_age"]
