@@ -14,13 +14,13 @@ from redis.retry import Retry
 
 from .addresses import client_key
 from .api.guard import Guard
-from .auth.backchannel import BackchannelLogout
-from .auth.browser_sessions import BrowserSessions
 from .auth.flow import SignIn
-from .auth.oidc import LoginClient
-from .auth.session_tokens import SessionTokens
+from .provider import LoginClient, Provider
+from .sessions.backchannel import BackchannelLogout
+from .sessions.credentials import SessionTokens
+from .sessions.per_user import BrowserSessions
 from .store import Store
-from .tokens import AccessTokens, IntrospectedTokens, Provider
+from .tokens import AccessTokens, IntrospectedTokens
 
 RATE_LIMIT_SETTING = "rate_limit_setting"  # the attribute a rate-limited view carries
 

@@ -17,13 +17,13 @@ SECTIONS = [
      "one proof per rule of section 4.3 (typ, alg, jwk, signature, htm, htu, iat, jti, ath, jkt, one header, "
      "replay), the Bearer downgrade, challenges, server nonces, htu behind a proxy"),
     ("tests/integration/test_dpop", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
-    ("tests/unit/tokens/test_signing_keys.py", "Signing keys and opaque tokens",
+    ("tests/unit/provider/test_signing_keys.py", "Signing keys and opaque tokens",
      "JWKS max age, malformed entries, key rotation on the real provider, RFC 7662 introspection, "
      "revocation within the cache TTL, introspection outage"),
     ("tests/integration/test_key_rotation.py", "Signing keys and opaque tokens", ""),
     ("tests/integration/test_introspection.py", "Signing keys and opaque tokens", ""),
     ("tests/unit/tokens/test_introspection.py", "Signing keys and opaque tokens", ""),
-    ("tests/unit/auth/test_provider_refusals.py", "Refresh refusal vs outage",
+    ("tests/unit/provider/test_provider_refusals.py", "Refresh refusal vs outage",
      "400/401 with or without a body end the session; 5xx, timeout, refused connection keep it; logout state"),
     ("tests/unit/store/test_profile_linking.py", "Safe profile linking",
      "no claim by username, Kelvin sign, clashes logged with both subjects, emails never usernames"),
@@ -33,7 +33,7 @@ SECTIONS = [
     ("tests/unit/auth/test_signin_conformance.py", "Sign-in conformance (RP certification cases)",
      "ID tokens with bad iss/aud/signature/alg/nonce/iat/sub/exp/azp, kid-less keys, key rotation, PKCE, "
      "code injection, RFC 9207 iss, token endpoint errors"),
-    ("tests/unit/auth/test_session_tokens.py", "Session tokens and the refresh protocol (fakeredis)",
+    ("tests/unit/sessions/test_session_tokens.py", "Session tokens and the refresh protocol (fakeredis)",
      "single refresher, waiters, timeouts, lost compare-and-set, invalid_grant; a refreshed ID token is "
      "verified and must name the session's user"),
     ("tests/integration/test_signin.py", "Browser-side attacks and the BFF flow",
@@ -68,10 +68,10 @@ SECTIONS = [
     ("tests/integration/test_backchannel.py", "Tokens at rest and back-channel logout (real provider)",
      "SCAN of every Redis key after a real sign-in finds no token and no cookie; the provider's end-session "
      "ends the BFF session within a second"),
-    ("tests/unit/auth/test_tokens_at_rest.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)",
+    ("tests/unit/sessions/test_tokens_at_rest.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)",
      "sealed records, plaintext or foreign records end the session with 401, SECRET_KEY_FALLBACKS rotation"),
-    ("tests/unit/auth/test_sealing.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
-    ("tests/unit/auth/test_backchannel_logout.py", "Back-channel logout tokens",
+    ("tests/unit/sessions/test_sealing.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
+    ("tests/unit/sessions/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
     ("tests/integration/test_audit", "Audit events and request ids",

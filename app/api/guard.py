@@ -11,10 +11,10 @@ from flask import g, request
 
 from ..addresses import client_key
 from ..audit import audit
-from ..auth.session_tokens import SessionTokens
 from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
 from ..metrics import count_dpop_refusal
 from ..security import require_csrf_header
+from ..sessions.credentials import SessionTokens
 from ..store.profiles import NoProfile, Profile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import AccessTokens, IntrospectedTokens, Principal
 from ..tokens.dpop import DpopProofs

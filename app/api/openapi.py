@@ -7,9 +7,9 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import current_app
 
 from ..prefixes import API_PREFIX
+from ..provider.discovery import discovery_url
 from ..security import CSRF_HEADER
 from ..tokens.dpop import ALGORITHMS as DPOP_ALGORITHMS
-from ..tokens.provider import discovery_url
 from .schemas import (
     ErrorEnvelopeSchema,
     OwnProfileEnvelopeSchema,

@@ -14,16 +14,16 @@ from flask import current_app, request, session
 from ..audit import audit
 from ..errors import LoginFailed, TooManySignIns
 from ..metrics import SILENT_DECLINED
+from ..provider.authorization import AuthorizationRequests
+from ..provider.login_client import LoginClient
+from ..sessions.check import session_info
+from ..sessions.credentials import SessionTokens, proven_authentication
+from ..sessions.records import audit_fields
+from ..sessions.user_agents import user_agent_label
 from ..store.logins import PendingLogins, TooManyPendingLogins
 from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
-from .authorization import AuthorizationRequests
-from .oidc import LoginClient
 from .pending import STATE, Pending, new_state, nonce_of, pending_record, pending_sign_in, short_digest
-from .session_check import session_info
-from .session_records import audit_fields
-from .session_tokens import SessionTokens, proven_authentication
-from .user_agents import user_agent_label
 
 OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")

@@ -1,19 +1,8 @@
-"""Bearer-token validation: discovery, the JWKS cache, provider profiles, and claims turned into a Principal."""
+"""What a bearer token proves: access tokens checked locally (JWT) or by introspection (RFC 7662),
+DPoP proofs (RFC 9449), and the claims turned into a Principal."""
 
 from .access import AccessTokens
 from .introspection import IntrospectedTokens
 from .principal import Principal, SignedInIdentity, signed_in_identity
-from .provider import Provider, ProviderUnavailable
-from .provider_profiles import ProviderProfile, provider_profile
 
-__all__ = [
-    "AccessTokens",
-    "IntrospectedTokens",
-    "Principal",
-    "Provider",
-    "ProviderProfile",
-    "ProviderUnavailable",
-    "SignedInIdentity",
-    "provider_profile",
-    "signed_in_identity",
-]
+__all__ = ["AccessTokens", "IntrospectedTokens", "Principal", "SignedInIdentity", "signed_in_identity"]

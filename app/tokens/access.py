@@ -8,10 +8,10 @@ from joserfc.errors import ExpiredTokenError, InvalidClaimError, JoseError
 from joserfc.jwt import JWTClaimsRegistry
 
 from ..errors import InvalidToken
+from ..provider.discovery import Provider
+from ..provider.signatures import BadToken, audiences_of, is_number, signed_claims
+from ..provider.vendors import CLIENT_ALLOWLIST, PROFILES, ProviderProfile
 from .principal import Principal, build_principal
-from .provider import Provider
-from .provider_profiles import CLIENT_ALLOWLIST, PROFILES, ProviderProfile
-from .signatures import BadToken, audiences_of, is_number, signed_claims
 
 ACCESS_TOKEN_TYPES = {"at+jwt", "application/at+jwt", "jwt"}
 ID_TOKEN_MARKERS = ("at_hash", "c_hash")

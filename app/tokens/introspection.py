@@ -11,11 +11,11 @@ import requests
 
 from ..errors import InvalidToken, ProviderUnavailable, SubjectUnknown
 from ..metrics import provider_call
+from ..provider.discovery import Provider
+from ..provider.signatures import audiences_of
+from ..provider.userinfo import UserinfoIdentities
+from ..provider.vendors import ProviderProfile
 from .principal import Principal, build_principal
-from .provider import Provider
-from .provider_profiles import ProviderProfile
-from .signatures import audiences_of
-from .userinfo import UserinfoIdentities
 
 MAX_TOKEN_BYTES = 8192
 # A 400 carrying one of these is about the token, not an outage (oidc-provider answers

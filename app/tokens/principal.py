@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InvalidToken
-from .provider_profiles import ProviderProfile
+from ..provider.vendors import ProviderProfile
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
 from tests.helpers.sealed import opened_token_set
 from tests.helpers.settings import SESSION_COOKIE
 

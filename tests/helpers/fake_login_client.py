@@ -5,8 +5,8 @@ import itertools
 import threading
 from collections.abc import Callable
 
-from app.auth.oidc import RefreshRejected
 from app.errors import LoginFailed, ProviderUnavailable
+from app.provider.login_client import RefreshRejected
 
 
 class FakeLoginClient:

@@ -4,7 +4,7 @@ stored record of a signed-in session, and the session calls that must then answe
 import base64
 import json
 
-from app.auth.sealing import VERSION, Sealer
+from app.sessions.sealing import VERSION, Sealer
 from tests.helpers.settings import CSRF
 
 

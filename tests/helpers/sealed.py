@@ -1,9 +1,9 @@
 """Reads a session's token set the way the app stores it: public fields in JSON, the tokens sealed
-for the session cookie (app.auth.sealing)."""
+for the session cookie (app.sessions.sealing)."""
 
 import json
 
-from app.auth.sealing import Sealer
+from app.sessions.sealing import Sealer
 
 
 def opened_token_set(raw: bytes | None, secret_key: str, cookie: str) -> dict | None:

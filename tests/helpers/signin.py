@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
 from tests.helpers.log_capture import remember_secrets

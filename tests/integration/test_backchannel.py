@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
 from dev.services import free_port

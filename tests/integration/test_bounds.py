@@ -12,8 +12,8 @@ import redis as redis_py
 import requests
 
 from app import create_app
-from app.auth.sessions import session_ref
 from app.extensions import make_redis
+from app.sessions.interface import session_ref
 from app.store.keys import Keys
 from app.store.logins import MAX_PENDING
 from config import Config

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from app import create_app
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
 from config import Config
 from dev import oidc_driver
 from tests.helpers.real_services import PASSWORD, import_demo_users, integration_env, start_own_idp

@@ -12,9 +12,9 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.auth.sealing import Sealer
-from app.auth.session_records import with_response
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
+from app.sessions.records import with_response
+from app.sessions.sealing import Sealer
 from app.store.keys import Keys
 from app.store.tokensets import TokenSets
 from dev import oidc_driver

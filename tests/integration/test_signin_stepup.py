@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from app.auth.sessions import session_ref
+from app.sessions.interface import session_ref
 from app.store.keys import Keys
 from dev import oidc_driver
 from dev.dpop import DpopKey

@@ -1,4 +1,5 @@
-"""The shape of app/: no import cycle, dependencies that point down, and modules of a readable size.
+"""The shape of app/: no import cycle, packages in their order, dependencies that point down, and modules
+of a readable size.
 
 Every import counts: at module level, inside functions and under TYPE_CHECKING, since moving an
 import into a function hides a cycle without removing it.
@@ -13,7 +14,45 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 APP = ROOT / "app"
 MAX_LINES = 250
 # Only the views (and the factory that builds what they use) reach the app's services.
-MAY_IMPORT_EXTENSIONS = {"app", "app.api.routes", "app.auth.routes", "app.health", "app.cli"}
+MAY_IMPORT_EXTENSIONS = {"app", "app.wiring", "app.api.routes", "app.auth.routes", "app.health", "app.cli"}
+# The floors of app/, bottom up: a module imports from its own floor and the floors below, never above.
+# The two front doors share a floor and never import each other; the views and the factory stand on top.
+FLOORS = [
+    (
+        "the shared modules",
+        (
+            "app.errors",
+            "app.metrics",
+            "app.prefixes",
+            "app.logs",
+            "app.audit",
+            "app.tracing",
+            "app.trace_privacy",
+            "app.addresses",
+            "app.security",
+            "app.json_encoding",
+            "app.error_responses",
+        ),
+    ),
+    ("store", ("app.store",)),
+    ("provider", ("app.provider",)),
+    ("tokens", ("app.tokens",)),
+    ("sessions", ("app.sessions",)),
+    ("the front doors", ("app.auth", "app.api")),
+    (
+        "the views and the factory",
+        (
+            "app",
+            "app.wiring",
+            "app.extensions",
+            "app.cli",
+            "app.health",
+            "app.web",
+            "app.api.routes",
+            "app.auth.routes",
+        ),
+    ),
+]
 # The bottom of the stack: imported by everything, so they import nothing of the app's.
 BOTTOM = {
     "app.metrics": set(),
@@ -101,6 +140,52 @@ def test_the_finder_sees_every_kind_of_import():
     )
     found = imports_of("app.api.probe", probe, set(modules()))
     assert found == {"app.extensions", "app.metrics", "app.api.guard"}
+
+
+FRONT_DOORS = [name for name, _ in FLOORS].index("the front doors")
+
+
+def floor_of(module: str) -> tuple[int, str]:
+    """The floor of `module` and the package (or module) that placed it there: the longest match wins."""
+    matches = [
+        (len(prefix), index, prefix)
+        for index, (_, prefixes) in enumerate(FLOORS)
+        for prefix in prefixes
+        if module == prefix or (module.startswith(prefix + ".") and prefix != "app")
+    ]
+    if not matches:
+        raise AssertionError(f"{module} is on no floor: add it to FLOORS")
+    _, index, prefix = max(matches)
+    return index, prefix
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import against the floors: to a higher floor, or across from one front door to the other."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        source_floor, source_home = floor_of(source)
+        for target in sorted(targets):
+            target_floor, target_home = floor_of(target)
+            across = source_floor == target_floor == FRONT_DOORS and source_home != target_home
+            if target_floor > source_floor or across:
+                found.append(f"{source} ({FLOORS[source_floor][0]}) imports {target} ({FLOORS[target_floor][0]})")
+    return found
+
+
+def test_the_floor_check_sees_an_import_from_a_lower_package_into_a_higher_one():
+    graph = import_graph()
+    probe = "from ..api.step_up import StepUpPolicy\n"
+    graph["app.store.pokes"] = graph["app.store.pokes"] | imports_of("app.store.pokes", probe, set(modules()))
+    graph["app.auth.flow"] = graph["app.auth.flow"] | {"app.api.guard"}
+    assert upward_imports(graph) == [
+        "app.auth.flow (the front doors) imports app.api.guard (the front doors)",
+        "app.store.pokes (store) imports app.api.step_up (the front doors)",
+    ]
+
+
+def test_every_module_of_the_app_stands_on_a_floor_and_imports_only_from_its_floor_or_below():
+    found = upward_imports(import_graph())
+    assert found == [], "imports against the package order: " + "; ".join(found)
 
 
 def test_no_module_of_the_app_is_part_of_an_import_cycle():

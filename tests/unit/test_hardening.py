@@ -9,7 +9,7 @@ import redis as redis_py
 
 from app import create_app
 from app.auth.flow import safe_return_to
-from app.auth.sessions import MsgpackOnly
+from app.sessions.interface import MsgpackOnly
 from config import Config, ConfigError
 from tests.helpers.settings import CSRF, app_env
 

@@ -5,10 +5,10 @@ stub RFC 7662 endpoint on loopback that refuses the tokens it is told to (issue 
 import pytest
 
 from app import create_app
-from app.auth import refresh
-from app.auth.sealing import Sealer
-from app.auth.sessions import session_ref
 from app.extensions import services
+from app.sessions import refresh
+from app.sessions.interface import session_ref
+from app.sessions.sealing import Sealer
 from app.store.keys import Keys
 from app.store.profiles import Profile
 from app.store.tokensets import TokenSets

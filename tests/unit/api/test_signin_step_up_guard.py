@@ -11,9 +11,9 @@ from app import create_app
 from app.api.guard import Caller
 from app.errors import Forbidden, InsufficientUserAuthentication
 from app.extensions import services
+from app.provider.vendors import PROFILES
 from app.store.profiles import Profile
 from app.tokens.principal import build_principal
-from app.tokens.provider_profiles import PROFILES
 from config import Config
 from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env
 

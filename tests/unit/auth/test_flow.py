@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 import pytest
 import requests
 
-from app.auth.sessions import session_ref
 from app.extensions import services
+from app.sessions.interface import session_ref
 from tests.helpers.apps import app_with_alice
 from tests.helpers.pages import error_page_message
 from tests.helpers.settings import CSRF, SESSION_COOKIE

@@ -9,9 +9,7 @@ import pytest
 from app import create_app
 from app.extensions import services
 from app.store.profiles import Profile
-from app.tokens import provider as provider_module
 from config import Config
-from tests.helpers.clock import FakeClock
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -42,19 +40,6 @@ class VendorApi:
             return services().store.profiles.get(username)
 
 
-@pytest.fixture(scope="module")
-def key():
-    return StubIssuer.new_key("stub-key-1")  # made once: making RSA keys is slow
-
-
-@pytest.fixture
-def stub(key):
-    """A stub issuer publishing `key` (modules that need other keys define their own)."""
-    issuer = StubIssuer(key)
-    yield issuer
-    issuer.stop()
-
-
 @pytest.fixture
 def vendor_api():
     """Builds a VendorApi from environment overrides; `trailing_slash` makes the issuer end in `/`."""
@@ -71,12 +56,3 @@ def vendor_api():
     yield build
     for stub in stubs:
         stub.stop()
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The provider's clock, moved only by the test: a key set is as old as the test says, not as old as
-    a busy machine made it between two calls (a 0.2 s max age can pass between any two lines)."""
-    fake = FakeClock()
-    monkeypatch.setattr(provider_module, "time", fake)
-    return fake

@@ -3,7 +3,7 @@
 import pytest
 
 from app.errors import InvalidToken
-from app.tokens import provider_profile
+from app.provider import provider_profile
 from app.tokens.principal import build_principal
 
 LOGIN_CLIENTS = {"profile-poke-web"}

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from app.tokens import provider_profile, signed_in_identity
+from app.provider import provider_profile
+from app.tokens import signed_in_identity
 
 USER = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 CLIENT = "1example23456789"

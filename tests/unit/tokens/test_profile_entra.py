@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from app.tokens import provider_profile, signed_in_identity
+from app.provider import provider_profile
+from app.tokens import signed_in_identity
 from app.tokens.principal import build_principal
 
 TENANT = "9122040d-6c67-4c5b-b112-36a304b66dad"

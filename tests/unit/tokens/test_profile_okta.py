@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from app.tokens import provider_profile, signed_in_identity
+from app.provider import provider_profile
+from app.tokens import signed_in_identity
 
 USER_ID = "00uid4BxXw6I6TV4m0g3"
 CLIENT = "0oa1exampleclient"

@@ -1,0 +1,156 @@
+"""The pushed authorization request (RFC 9126) as the app sends and judges it, against a stub issuer
+serving real HTTP: the pushed form, the two-parameter redirect, and every answer that is not a 201
+with a request_uri refused as a 502 with no fallback."""
+
+import time
+
+import pytest
+
+from app.errors import LoginFailed
+from app.provider import Provider, PublicClient
+from app.provider.authorization import AuthorizationRequests, code_challenge
+from tests.helpers.stub_issuer import StubIssuer
+
+SCOPES = "openid svc:profile.private"
+REQUEST_URI = "urn:ietf:params:oauth:request_uri:abc"
+UNAVAILABLE = "sign-in unavailable: the identity provider did not accept the sign-in request"
+
+
+class ParIssuer(StubIssuer):
+    """The stub issuer with a PAR endpoint in discovery (unless `par_in_discovery` is false) that answers
+    `par_answer` (status, JSON body or None) and remembers each pushed form."""
+
+    def __init__(self):
+        super().__init__()
+        self.par_in_discovery = True
+        self.par_answer: tuple = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
+        self.par_delay = 0.0
+        self.prompt_values: list[str] | None = None
+        self.pushed: list[dict] = []
+        # The timeout test hangs up on a held request: its broken pipe is expected, not worth a trace.
+        self._server.handle_error = lambda request, address: None
+
+    def discovery(self) -> dict:
+        par = {"pushed_authorization_request_endpoint": f"{self.issuer}/par"} if self.par_in_discovery else {}
+        prompts = {"prompt_values_supported": self.prompt_values} if self.prompt_values is not None else {}
+        return {**super().discovery(), **par, **prompts}
+
+    def answer(self, method, path, params, headers):
+        if method == "POST" and path.endswith("/par"):
+            self.pushed.append({**params, "authorization": headers.get("Authorization")})
+            time.sleep(self.par_delay)
+            return self.par_answer[0], {}, self.par_answer[1]
+        return super().answer(method, path, params, headers)
+
+
+@pytest.fixture(scope="module")
+def par_issuer():
+    issuer = ParIssuer()
+    yield issuer
+    issuer.stop()
+
+
+@pytest.fixture
+def issuer(par_issuer):
+    par_issuer.par_in_discovery, par_issuer.par_delay, par_issuer.pushed = True, 0.0, []
+    par_issuer.prompt_values = None
+    par_issuer.par_answer = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
+    return par_issuer
+
+
+def url_of(issuer, par: str = "auto", timeout: float = 2, **params) -> str:
+    provider = Provider(issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
+    authorization = AuthorizationRequests(provider, PublicClient("web", SCOPES, timeout=timeout), par=par)
+    return authorization.url(redirect_uri="https://app/cb", state="s", nonce="n", verifier="v" * 43, params=params)
+
+
+def test_the_pushed_form_holds_every_parameter_and_no_secret_and_the_redirect_only_two(issuer):
+    url = url_of(issuer, login_hint="alice")
+    assert url == f"{issuer.issuer}/auth?client_id=web&request_uri=urn%3Aietf%3Aparams%3Aoauth%3Arequest_uri%3Aabc"
+    assert issuer.pushed == [
+        {
+            "client_id": "web",
+            "response_type": "code",
+            "redirect_uri": "https://app/cb",
+            "scope": SCOPES,
+            "state": "s",
+            "nonce": "n",
+            "code_challenge": code_challenge("v" * 43),
+            "code_challenge_method": "S256",
+            "login_hint": "alice",
+            "authorization": None,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (400, {"error": "invalid_request"}),
+        (401, {"error": "invalid_client"}),
+        (500, {"error": "server_error"}),
+        (503, None),
+        (200, {"request_uri": REQUEST_URI}),
+        (202, {"request_uri": REQUEST_URI}),
+        (201, {"expires_in": 60}),
+        (201, {"request_uri": 7}),
+        (201, {"request_uri": ""}),
+        (201, {"request_uri": "u" * 2049}),
+        (201, ["not", "an", "object"]),
+        (201, None),
+    ],
+    ids=[
+        *("400", "401", "500", "503 without a body", "200", "202", "201 without request_uri"),
+        *("201 with a number", "201 with an empty one", "201 with a 2049-char one", "201 with a list", "201 empty"),
+    ],
+)
+def test_an_answer_other_than_a_201_with_a_request_uri_is_a_502_with_no_fallback(issuer, answer):
+    issuer.par_answer = answer
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer)
+    assert (refused.value.status, refused.value.message, refused.value.reason) == (502, UNAVAILABLE, "par_failed")
+
+
+def test_a_par_endpoint_slower_than_the_timeout_is_a_502(issuer):
+    issuer.par_delay = 1.0
+    started = time.monotonic()
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer, timeout=0.3)
+    assert refused.value.status == 502 and time.monotonic() - started < 0.9
+
+
+def test_par_require_without_an_endpoint_in_discovery_is_a_502_naming_the_setting(issuer):
+    issuer.par_in_discovery = False
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer, par="require")
+    assert refused.value.status == 502 and "OIDC_PAR=require" in refused.value.message
+    assert issuer.pushed == []
+
+
+def test_par_off_uses_the_front_channel_even_when_discovery_names_an_endpoint(issuer):
+    assert "state=s" in url_of(issuer, par="off") and issuer.pushed == []
+
+
+def test_an_unknown_par_mode_is_refused_at_construction(issuer):
+    provider = Provider(issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
+    with pytest.raises(ValueError, match="OIDC_PAR"):
+        AuthorizationRequests(provider, PublicClient("web", SCOPES, timeout=1), par="sometimes")
+
+
+def test_a_prompt_value_discovery_does_not_list_is_a_400_naming_it_and_nothing_is_pushed(issuer):
+    issuer.prompt_values = ["none", "login", "consent"]
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer, prompt="login select_account")
+    assert (refused.value.status, refused.value.code) == (400, "invalid_request")
+    assert refused.value.message == (
+        "invalid_request: the sign-in parameter prompt asks for select_account, which the identity provider"
+        " does not support"
+    )
+    assert issuer.pushed == []
+
+
+@pytest.mark.parametrize("listed", [["none", "login", "consent", "select_account"], None])
+def test_a_prompt_value_discovery_lists_or_any_when_it_lists_none_is_pushed(issuer, listed):
+    issuer.prompt_values = listed
+    url_of(issuer, prompt="select_account")
+    assert [form["prompt"] for form in issuer.pushed] == ["select_account"]
