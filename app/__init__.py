@@ -69,11 +69,12 @@ def register_blueprints(app: Flask) -> None:
 
 def register_rate_limits(app: Flask, config: Config) -> None:
     """Limit the views marked `rate_limited` per client address, counted in the app's Redis."""
+    store = app.extensions["profile_poke"].store
     init_limiter(
         app,
-        app.extensions["profile_poke"].store.redis,
+        store.redis,
         url=config.REDIS_URL,
-        prefix=config.REDIS_KEY_PREFIX,
+        key_prefix=store.keys.rate_limits(),
         socket_timeout=config.REDIS_SOCKET_TIMEOUT,
     )
 

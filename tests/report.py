@@ -49,7 +49,10 @@ SECTIONS = [
     ("tests/integration/test_instances.py", "Several instances", "two gunicorn instances over one Redis"),
     ("tests/integration/test_session_lifetime.py", "Session lifetime", "idle, absolute, refresh-token bound"),
     ("tests/integration/test_faults.py", "Faults", "Redis stopped and slowed, identity provider gone"),
-    ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)", "valid and invalid generated requests"),
+    ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)",
+     "valid and invalid generated requests to every /api/v1 and /auth operation of the OpenAPI document, "
+     "as a user token, an app token, a browser's script (cookie + X-CSRF) and no credentials; each accepted "
+     "call repeated without its credentials; no-store and no extra member in every /auth answer"),
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
     ("tests/integration/test_session_security.py", "Your sessions and revocation",
      "list, end one (its refresh token gets invalid_grant), another user's id is 404, end all others; "

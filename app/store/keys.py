@@ -60,3 +60,7 @@ class Keys:
 
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"
+
+    def rate_limits(self) -> str:
+        # Flask-Limiter's: each of its counters is `<this>:LIMITER/<client>/<endpoint>/<limit>`.
+        return f"{self.prefix}limits"
