@@ -41,6 +41,7 @@ SECTIONS = [
      "for our own state), RFC 9207 iss on success and error, withheld scopes, cookie flags, SPA exchange with a "
      "foreign redirect_uri"),
     ("tests/integration/test_bff_session.py", "Browser-side attacks and the BFF flow", ""),
+    ("tests/unit/auth/test_exchange_request.py", "Browser-side attacks and the BFF flow", ""),
     ("tests/browser/", "Browser end to end (headless Chromium)",
      "sign in, profile, poke, cooldown, sign out; no token in cookies or web storage; your sessions from two "
      "browsers, one ending the other"),
