@@ -109,9 +109,19 @@ ROBUST_SECTIONS = [
     ("test_robust_pending", "Sign-in floods from many addresses", ""),
     ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
     ("test_robust_addresses", "Sign-in floods from many addresses", ""),
+    ("test_robust_import_interleavings", "Import as the contract says, raced by first sign-ins",
+     "a record without sub updates a signed-in user's profile and keeps its link; `flask users import` put in "
+     "each gap of alice's real first sign-in and she in each of its gaps (same username, another subject, "
+     "another username for her subject, --relink): one subject per profile, the loser changes nothing and says why"),
     ("test_robust_import", "One profile, one subject",
-     "import and first sign-in raced 50 times; a conflicting import changes nothing and says why"),
+     "import and first sign-in raced 50 rounds per case, at the store and end to end against the dev provider "
+     "(same and other usernames and subjects, no sub); a SCAN after every round finds no subject on two profiles "
+     "and no profile on two subjects; the loser changes nothing and says why"),
     ("test_robust_sealed", "Malformed sealed session records", "each malformation ends the session, never a 500"),
+    ("test_robust_session_index", "Malformed session index",
+     "junk fields in a user's and a provider session's index (not JSON, not UTF-8, wrong types, missing or "
+     "impossible fields, nested 100,000 deep, 10 MB): your sessions and the next real sign-in answer 200/302, "
+     "the junk is gone, the good sessions still listed"),
     ("test_robust_forwarding", "Forwarding headers", "no client header changes the route or its path"),
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
     ("test_signin_par", "Pushed authorization requests (PAR)",
