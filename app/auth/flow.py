@@ -211,9 +211,9 @@ class SignIn:
 
     def session_info(self) -> dict:
         """Who is signed in, with which scopes, and until when; never a token, never an extension."""
-        # The cookie, not session.sid: once the session has expired, Flask-Session makes up a new sid.
-        cookie = request.cookies.get(self._session_cookie)
-        return session_info(self._session_tokens, cookie, idle_timeout=self._idle_timeout)
+        # An expired session comes back empty under a made-up sid: its cookie names the one that ended.
+        sid = session.sid if session else request.cookies.get(self._session_cookie)
+        return session_info(self._session_tokens, sid, idle_timeout=self._idle_timeout)
 
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""
