@@ -4,6 +4,8 @@ that is not a literal at its audit() call is followed to where its values are wr
 kind of call site fails here until it is added, so the counter's labels stay bounded and each starts at 0."""
 
 import ast
+import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -173,3 +175,25 @@ def test_a_refused_refresh_names_the_providers_code_in_the_vocabulary_and_keeps_
     rejected = RefreshRejected(code)
     assert (rejected.reason, rejected.error) == (reason, error)
     assert rejected.reason in EVENTS["refresh.refused"]
+
+
+def audit_section() -> str:
+    text = (APP.parent / "docs" / "operations.md").read_text()
+    return text.split("## Audit events", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("event", sorted(EVENTS))
+def test_the_operations_guide_has_a_row_for_every_event_naming_each_of_its_reasons(event):
+    rows = [line.split(" | ") for line in audit_section().splitlines() if line.startswith("| `")]
+    (row,) = [cells for cells in rows if f"`{event}`" in cells[0]]
+    named = set(re.findall(r"`([a-z0-9_]+)`", row[2]))
+    assert named >= set(EVENTS[event]) if EVENTS[event] else row[2] == "none"
+
+
+def test_the_operations_guide_has_one_example_line_per_event_in_the_vocabulary():
+    block = audit_section().split("```\n", 2)[1]
+    examples = [json.loads(line) for line in block.splitlines()]
+    assert sorted(example["event"] for example in examples) == sorted(EVENTS)
+    for example in examples:
+        assert example["logger"] == "audit" and example["message"] == example["event"]
+        assert example.get("reason", NO_REASON) in (EVENTS[example["event"]] or (NO_REASON,))
