@@ -528,3 +528,14 @@ def test_a_migrated_session_from_before_browsers_were_recorded_is_listed_as_an_u
     rotated.credential_for_cookie(SID)
     entries = index_of(token_sets).of_subject("sub-alice").values()
     assert [entry["user_agent"] for entry in entries if entry["ref"] == REF] == ["unknown browser"]
+
+
+@pytest.mark.parametrize(
+    "junk", [b"\xffnot json", b"[1, 2]", b'{"ends": "soon", "user": "alice"}', b'{"ends": 1, "id": [1]}']
+)
+def test_a_junk_session_end_record_never_fails_the_request(tokens, fake_redis, audit_lines, junk):
+    fake_redis.set(KEYS.session_end(REF), junk)
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert [(event["reason"], event["ended"]) for event in audit_lines.events()] in ([], [("absolute", [])])
+    assert fake_redis.exists(KEYS.session_end(REF)) == 0
