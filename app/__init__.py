@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from config import Config
 
 from .api.routes import bp as api_bp
+from .audit import known_series
 from .auth.routes import bp as auth_bp
 from .cli import users_cli
 from .error_responses import register_error_handlers
@@ -15,7 +16,7 @@ from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
-from .metrics import count_redis_error, init_metrics
+from .metrics import AUDIT_EVENTS, count_redis_error, init_metrics
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp
@@ -34,7 +35,11 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_error_handlers(app, count_redis_error=count_redis_error)
     register_security_headers(app)
     configure_logging(app)
-    init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
+    init_metrics(
+        app,
+        active_sessions=app.extensions["profile_poke"].store.token_sets.count_active,
+        known={AUDIT_EVENTS: known_series()},
+    )
     init_tracing(app, config.OTEL_TRACES_URL)
     configure_proxy(app, config)
     return app

@@ -78,9 +78,20 @@ SECTIONS = [
     ("tests/unit/sessions/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
+    ("tests/integration/test_audit_story.py", "The whole audit story",
+     "a refresh the provider refuses writes refresh.refused with its error code before the session.ended it "
+     "causes; a logout token replayed, forged or missing is backchannel.refused with its reason; sessions ended "
+     "idle, absolute or malformed are told once when the browser comes back; a sign-in replacing a session, and "
+     "failed sign-ins naming the subject and user where known; exact lines, in order, never a secret"),
+    ("tests/unit/test_audit_vocabulary.py", "The whole audit story", ""),
+    ("tests/integration/test_provider_habits.py", "Provider habits",
+     "token responses without scope (RFC 6749 5.1) grant what was asked for, at sign-in and at the SPA exchange, "
+     "while one listing fewer is judged by what it lists; RFC 8414 metadata answered with 200 and an HTML page is "
+     "not offered: one warning per gunicorn worker naming OIDC_REVOCATION_ENDPOINT, no error, no sign-out "
+     "calls it an outage"),
     ("tests/integration/test_audit", "Audit events and request ids",
-     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, a refused refresh, "
-     "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
+     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, rate limits and every "
+     "operator command each write exactly one event; counters at 0 from the start, refusals counted by reason"),
     ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
     ("tests/unit/test_audit", "Audit events and request ids", ""),
     ("tests/integration/test_tracing.py", "Traces (OpenTelemetry)",

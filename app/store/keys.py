@@ -40,6 +40,9 @@ class Keys:
     def refresh_lock(self, session_ref: str) -> str:
         return f"{self.prefix}refresh-lock:{session_ref}"
 
+    def session_end(self, session_ref: str) -> str:
+        return f"{self.prefix}session-end:{session_ref}"
+
     def sessions_of_subject(self, sub: str) -> str:
         return f"{self.prefix}sessions-of:{sub}"
 
