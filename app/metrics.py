@@ -54,6 +54,12 @@ SIGNIN_FAILURES = (
     *("scope_not_granted", "no_subject", "subject_clash", "unusable_username", "no_username", "account_disabled"),
     *("par_failed", "stale_auth_time"),
 )
+# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop, and the guard's
+# `downgrade` (a bound token sent as Bearer) and `unbound` (the DPoP scheme with a token bound to no key).
+DPOP_REFUSAL_REASONS = (
+    *("count", "malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt"),
+    *("nonce", "replay", "downgrade", "unbound"),
+)
 # A prompt=none sign-in the provider answered "the user must interact": not a LoginFailed (the browser
 # goes back to its page), yet audited as a sign-in that did not happen.
 SILENT_DECLINED = "silent_declined"
@@ -70,13 +76,7 @@ KNOWN_LABELS = {
     ],
     REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
     POKES: [(outcome,) for outcome in ("poked", "invalid", "self", "unknown_target", "cooldown", "denied", "error")],
-    DPOP_REFUSALS: [
-        (reason,)
-        for reason in (
-            *("malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt", "nonce"),
-            *("replay", "count", "downgrade", "unbound"),
-        )
-    ],
+    DPOP_REFUSALS: [(reason,) for reason in DPOP_REFUSAL_REASONS],
     AUDIT_EVENTS: [
         *[(event, NO_REASON) for event in ("signin.succeeded", "signout")],
         *[("signin.failed", reason) for reason in (*SIGNIN_FAILURES, SILENT_DECLINED)],
@@ -85,7 +85,7 @@ KNOWN_LABELS = {
         *[("stepup.refused", reason) for reason in ("acr", "max_age", "no_auth_time")],
         *[
             ("ratelimit.hit", reason)
-            for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total")
+            for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total", "dpop_proofs")
         ],
         *[(f"admin.users.{action}", NO_REASON) for action in ("import", "create", "show", "disable", "enable")],
     ],
@@ -170,7 +170,7 @@ def count_audit_event(event: str, reason: str | None) -> None:
 
 
 def count_dpop_refusal(reason: str) -> None:
-    """One DPoP request refused; `reason` is one of app.tokens.dpop's fixed check names."""
+    """One DPoP request refused; `reason` is one of DPOP_REFUSAL_REASONS."""
     if _enabled:
         _child(DPOP_REFUSALS, reason).inc()
 
