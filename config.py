@@ -165,7 +165,7 @@ class Config:
             env.get("RATE_LIMIT_DPOP_PROOFS") or "600 per minute", "RATE_LIMIT_DPOP_PROOFS"
         )
         # Where clients reach the API: a proof's htu names one of them, never a host the request sent.
-        self.PUBLIC_ORIGINS = _origins(self._list("PUBLIC_ORIGINS") or [self.BASE_URL], "PUBLIC_ORIGINS")
+        self.PUBLIC_ORIGINS = _origins(self._list("PUBLIC_ORIGINS"), "PUBLIC_ORIGINS") or [self.BASE_URL.rstrip("/")]
         if self.ACCESS_TOKEN_VALIDATION == "introspection" and not (
             self.INTROSPECTION_CLIENT_ID and self.INTROSPECTION_CLIENT_SECRET
         ):
