@@ -20,6 +20,7 @@ from .errors import (
     PokeFailed,
     ProviderUnavailable,
     TokenChecksExhausted,
+    TooManyDpopProofs,
     TooManySignIns,
     TooManyTokenChecks,
     Unavailable,
@@ -94,15 +95,16 @@ def handle_rate_limited(error: RateLimitExceeded):
 
 
 # The bounds beyond Flask-Limiter's: provider calls about unknown tokens, per client (429) and in
-# total (503), and sign-ins in progress in total (503).
+# total (503), sign-ins in progress in total (503), and DPoP proofs per key (429).
 BOUNDS = {
     TooManyTokenChecks: "token_checks",
     TokenChecksExhausted: "token_checks_total",
     TooManySignIns: "signins_total",
+    TooManyDpopProofs: "dpop_proofs",
 }
 
 
-def handle_bound_reached(error: TooManyTokenChecks | TokenChecksExhausted | TooManySignIns):
+def handle_bound_reached(error: ApiError):
     audit("ratelimit.hit", reason=BOUNDS[type(error)], route=_route())
     return handle_api_error(error)
 

@@ -47,6 +47,12 @@ AUDIT_EVENTS = Counter(
     "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
 )
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
+# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop, and the guard's
+# `downgrade` (a bound token sent as Bearer) and `unbound` (the DPoP scheme with a token bound to no key).
+DPOP_REFUSAL_REASONS = (
+    *("count", "malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt"),
+    *("nonce", "replay", "downgrade", "unbound"),
+)
 # Every label value each counter knows of: all start at 0 when a process starts, so a series exists
 # (and rate() sees it) before its first event.
 KNOWN_LABELS = {
@@ -60,13 +66,7 @@ KNOWN_LABELS = {
     ],
     REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
     POKES: [(outcome,) for outcome in ("poked", "invalid", "self", "unknown_target", "cooldown", "denied", "error")],
-    DPOP_REFUSALS: [
-        (reason,)
-        for reason in (
-            *("malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt", "nonce"),
-            *("replay", "count", "downgrade", "unbound"),
-        )
-    ],
+    DPOP_REFUSALS: [(reason,) for reason in DPOP_REFUSAL_REASONS],
 }
 
 bp = Blueprint("metrics", __name__)
@@ -151,7 +151,7 @@ def count_audit_event(event: str, reason: str) -> None:
 
 
 def count_dpop_refusal(reason: str) -> None:
-    """One DPoP request refused; `reason` is one of app.tokens.dpop's fixed check names."""
+    """One DPoP request refused; `reason` is one of DPOP_REFUSAL_REASONS."""
     if _enabled:
         _child(DPOP_REFUSALS, reason).inc()
 

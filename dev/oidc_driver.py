@@ -309,3 +309,10 @@ def stale_auth_time(idp_base: str, seconds: int) -> None:
     """Makes the IdP's ID tokens report an auth_time `seconds` older than the real one (0: off)."""
     url = idp_base.rstrip("/") + "/__dev/stale-auth-time"
     requests.post(url, params={"seconds": seconds}, timeout=TIMEOUT).raise_for_status()
+
+
+def throttle_introspection(idp_base: str, status: int, retry_after: int | None = None) -> None:
+    """Makes the IdP's introspection endpoint answer `status` (429 or 503, with `retry_after` seconds
+    in Retry-After when given) like a provider that throttles its clients; 200 is the real endpoint."""
+    params = {"status": status, **({"retry_after": retry_after} if retry_after is not None else {})}
+    requests.post(idp_base.rstrip("/") + "/__dev/introspection", params=params, timeout=TIMEOUT).raise_for_status()

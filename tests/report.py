@@ -16,6 +16,23 @@ SECTIONS = [
     ("tests/unit/tokens/test_dpop.py", "Sender-constrained tokens (DPoP, RFC 9449)",
      "one proof per rule of section 4.3 (typ, alg, jwk, signature, htm, htu, iat, jti, ath, jkt, one header, "
      "replay), the Bearer downgrade, challenges, server nonces, htu behind a proxy"),
+    ("tests/unit/test_dpop_reasons.py", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
+    ("tests/unit/tokens/test_dpop_bounds.py", "DPoP at the edges: public origin, text members, bounded proof ids",
+     "htu from PUBLIC_ORIGINS, never from Host or X-Forwarded-Host (a proof captured at another deployment); "
+     "non-ASCII ath, nonce, jti and other members refused as malformed (was a 500); proof ids per key thumbprint "
+     "for the iat window only, RATE_LIMIT_DPOP_PROOFS per key (429, nothing stored; a replay spends nothing); "
+     "an introspection answer saying token_type DPoP without cnf refused"),
+    ("tests/integration/test_dpop_bounds.py", "DPoP at the edges: public origin, text members, bounded proof ids", ""),
+    ("tests/unit/tokens/test_fair_introspection.py", "Opaque tokens fair under floods from many networks",
+     "junk tokens from many addresses and networks (IPv4 /24s, a residential IPv6 /56, /48s, NAT64) through the "
+     "trusted proxy hop while an unrelated client's known and new tokens get 200; one provider call per token for "
+     "every worker and instance; a token seen valid asked again without admission; bounds per address and "
+     "network, each network's share of a spent pool; the provider's 429/503 Retry-After honoured everywhere "
+     "while known answers are served"),
+    ("tests/integration/test_fair_introspection.py", "Opaque tokens fair under floods from many networks", ""),
+    ("tests/unit/test_fair_addresses.py", "Counting networks",
+     "IPv4 address and /24; IPv6 /64, /56 and /48; NAT64 (64:ff9b::/96) by the IPv4 address it carries; mapped, "
+     "scoped and unparsable addresses"),
     ("tests/integration/test_dpop", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
     ("tests/unit/provider/test_signing_keys.py", "Signing keys and opaque tokens",
      "JWKS max age, malformed entries, key rotation on the real provider, RFC 7662 introspection, "

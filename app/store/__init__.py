@@ -1,6 +1,7 @@
-"""Redis state: profiles, subject links, pokes and their cooldowns, pending logins, session token sets
-and the DPoP proofs seen."""
+"""Redis state: profiles, subject links, pokes and their cooldowns, pending logins, session token sets,
+the DPoP proofs seen and the introspection answers."""
 
+from .introspections import Introspections
 from .keys import Keys
 from .logins import PendingLogins
 from .pokes import Pokes
@@ -14,7 +15,15 @@ from .tokensets import TokenSets
 class Store:
     """One app's view of Redis, each concern behind its own object."""
 
-    def __init__(self, redis, prefix: str, *, max_pending_logins: int, link_unclaimed_profiles: bool = False):
+    def __init__(
+        self,
+        redis,
+        prefix: str,
+        *,
+        max_pending_logins: int,
+        link_unclaimed_profiles: bool = False,
+        dpop_proofs_per_key: str = "600 per minute",
+    ):
         self.redis = redis
         self.keys = Keys(prefix)
         self.profiles = Profiles(redis, self.keys, link_unclaimed=link_unclaimed_profiles)
@@ -23,4 +32,5 @@ class Store:
         self.logins = PendingLogins(redis, self.keys, max_total=max_pending_logins)
         self.token_sets = TokenSets(redis, self.keys)
         self.session_index = SessionIndex(redis, self.keys)
-        self.seen_proofs = SeenProofs(redis, self.keys)
+        self.seen_proofs = SeenProofs(redis, self.keys, per_key=dpop_proofs_per_key)
+        self.introspections = Introspections(redis, self.keys)

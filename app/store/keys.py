@@ -52,14 +52,24 @@ class Keys:
     def logout_token(self, jti: str) -> str:
         return f"{self.prefix}logout-jti:{jti}"
 
-    def dpop_proof(self, jti_digest: str) -> str:
-        return f"{self.prefix}dpop-jti:{jti_digest}"
+    def dpop_proofs(self, jkt: str) -> str:
+        # A key's proof ids and its count share the thumbprint's hash tag (see proofs).
+        return f"{self.prefix}dpop-jti:{{{jkt}}}"
+
+    def dpop_proof_count(self, jkt: str) -> str:
+        return f"{self.prefix}dpop-rate:{{{jkt}}}"
 
     def token_checks_of(self, client: str) -> str:
         return f"{self.prefix}token-checks:{client}"
 
     def token_checks(self) -> str:
         return f"{self.prefix}token-checks"
+
+    def introspection(self, token_digest: str) -> str:
+        return f"{self.prefix}introspection:{token_digest}"
+
+    def introspection_backoff(self) -> str:
+        return f"{self.prefix}introspection-backoff"
 
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"

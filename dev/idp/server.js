@@ -77,6 +77,10 @@
 //   POST /__dev/token-scope    mode=listed|omitted (query): omitted leaves `scope` out of every token
 //                              response, as RFC 6749 5.1 allows when it is the scope requested (some
 //                              providers always do); listed (the default) sends it
+//   POST /__dev/introspection  status=429|503 (query), retry_after=S (query, optional): the introspection
+//                              endpoint answers that status (with Retry-After when given), like a provider
+//                              that throttles its clients; status=200 (the default) is the real endpoint.
+//                              Each such answer is still counted under `introspection` in the stats
 //   /__dev/stats also lists, under `authorization_requests`, the sign-in parameters of each pushed
 //   request (endpoint `par`) and each authorization request (endpoint `authorization`, with `pushed`
 //   true when it came through a request_uri) (the last 50; never state, nonce or code_challenge)
@@ -801,6 +805,32 @@ function signInRequestControls(oidcProvider) {
   };
 }
 
+// ---------------------------------------------------------------------------- introspection throttling
+
+// POST /__dev/introspection makes the introspection endpoint answer 429 or 503 (with Retry-After), as a
+// provider does that rate-limits its clients, so tests can see the API back off and keep serving what
+// it knows. Self-contained: the control, its state and the answer.
+const THROTTLE_STATUSES = [200, 429, 503];
+let introspectionThrottle = { status: 200, retryAfter: null };
+
+function throttleIntrospection(res, query) {
+  const status = Number(query.get('status') ?? 200);
+  const retryAfter = query.get('retry_after');
+  if (!THROTTLE_STATUSES.includes(status) || (retryAfter !== null && !/^[0-9]{1,5}$/.test(retryAfter))) {
+    return sendJson(res, 400, { error: 'invalid_request', error_description: 'status must be 200|429|503, retry_after 0..99999' });
+  }
+  introspectionThrottle = { status, retryAfter };
+  return sendJson(res, 200, { status, retry_after: retryAfter });
+}
+
+function throttledIntrospection(res) {
+  const { status, retryAfter } = introspectionThrottle;
+  const headers = { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+  if (retryAfter !== null) headers['Retry-After'] = retryAfter;
+  res.writeHead(status, headers);
+  res.end(JSON.stringify({ error: status === 429 ? 'too_many_requests' : 'temporarily_unavailable' }));
+}
+
 // ---------------------------------------------------------------------------- endpoints missing from discovery
 
 const DISCOVERY_OMIT = (process.env.IDP_DISCOVERY_OMIT || '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -893,6 +923,7 @@ async function devApi(req, res, path, query) {
     return sendJson(res, 200, { token_delay_ms: ms });
   }
   if (req.method === 'POST' && SIGN_IN_CONTROLS[path]) return SIGN_IN_CONTROLS[path](res, query);
+  if (req.method === 'POST' && path === '/__dev/introspection') return throttleIntrospection(res, query);
   if (req.method === 'POST' && path === '/__dev/rotate-keys') {
     const raw = (await readBody(req)).toString('utf8').trim();
     let keepOld = query.get('keep_old');
@@ -963,6 +994,7 @@ async function handle(req, res) {
 
   if (req.method !== 'OPTIONS') {
     if (COUNTED[sub]) stats[COUNTED[sub]] += 1;
+    if (sub === ROUTES.introspection && introspectionThrottle.status !== 200) return throttledIntrospection(res);
     if (sub === ROUTES.token && req.method === 'POST' && isForm(req)) {
       const params = new URLSearchParams((await readBody(req)).toString('utf8'));
       const grantType = params.get('grant_type');

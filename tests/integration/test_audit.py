@@ -230,8 +230,8 @@ def test_junk_tokens_past_the_introspection_bound_are_one_event_each(
 
     assert send("junk-token-one", "192.0.2.1").status_code == 401
     audit_lines.lines.clear()
-    # The same address again meets its own bound; another address meets the total one.
-    address = "192.0.2.1" if status == 429 else "127.0.0.1"
+    # The same address again meets its own bound; another of its /24 meets the pool, the network's share spent.
+    address = "192.0.2.1" if status == 429 else "192.0.2.2"
     assert send("junk-token-two", address).status_code == status
     event = only_event(audit_lines)
     assert event["remote"] == address and REQUEST_ID.fullmatch(event["request_id"])
