@@ -20,7 +20,6 @@ from .errors import (
     PokeFailed,
     ProviderUnavailable,
     TokenChecksExhausted,
-    TooManySignIns,
     TooManyTokenChecks,
     Unavailable,
     UnknownUser,
@@ -93,15 +92,14 @@ def handle_rate_limited(error: RateLimitExceeded):
 
 
 # The bounds beyond Flask-Limiter's: provider calls about unknown tokens, per client (429) and in
-# total (503), and sign-ins in progress in total (503).
+# total (503).
 BOUNDS = {
     TooManyTokenChecks: "token_checks",
     TokenChecksExhausted: "token_checks_total",
-    TooManySignIns: "signins_total",
 }
 
 
-def handle_bound_reached(error: TooManyTokenChecks | TokenChecksExhausted | TooManySignIns):
+def handle_bound_reached(error: TooManyTokenChecks | TokenChecksExhausted):
     audit("ratelimit.hit", reason=BOUNDS[type(error)], route=_route())
     return handle_api_error(error)
 

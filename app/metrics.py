@@ -85,7 +85,7 @@ KNOWN_LABELS = {
         *[("stepup.refused", reason) for reason in ("acr", "max_age", "no_auth_time")],
         *[
             ("ratelimit.hit", reason)
-            for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total")
+            for reason in ("login", "callback", "exchange", "token_checks", "token_checks_total")
         ],
         *[(f"admin.users.{action}", NO_REASON) for action in ("import", "create", "show", "disable", "enable")],
     ],
