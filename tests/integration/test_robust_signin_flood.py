@@ -38,6 +38,7 @@ METRICS_TOKEN = secrets.token_urlsafe(16)
 IPV4 = [f"198.18.{index}.{index % 7 + 1}" for index in range(240)]  # 198.18.0.0/15 is for benchmarks
 IPV6 = [f"2001:db8:{net48:x}:{net56:x}07::1" for net48 in range(40) for net56 in range(3)]  # one /64 a /56
 CLIENTS = IPV4 + IPV6
+assert len(CLIENTS) > OLD_BOUND // LIMIT + 8
 BROWSER = "192.0.2.10"  # the new user, on a network of its own
 
 
@@ -123,11 +124,12 @@ def test_a_new_browser_signs_in_through_a_flood_that_redis_keeps_nothing_of(floo
     port = int(live.url.rsplit(":", 1)[1])
     under_way = threading.Event()
     began = time.monotonic()
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=8) as pool, ThreadPoolExecutor(max_workers=1) as beside:
         answers = [pool.submit(flood_client, port, index, address) for index, address in enumerate(CLIENTS)]
-        user = pool.submit(sign_in_during, live, under_way)
-        while sum(answer.done() for answer in answers) < len(CLIENTS) // 3:
-            time.sleep(0.2)
+        user = beside.submit(sign_in_during, live, under_way)
+        # Once more sign-ins were started than the old bound admitted, while the last clients still flood.
+        while sum(answer.done() for answer in answers) < OLD_BOUND // LIMIT + 8:
+            time.sleep(0.1)
         under_way.set()
         totals = sum((answer.result() for answer in answers), Counter())
         status, session, took = user.result()

@@ -183,10 +183,11 @@ def test_a_state_this_service_did_not_issue_is_refused_before_any_look_up(app, o
     raw[{"expiry": 2, "random": 20, "mac": 40}[change]] ^= 1  # the expiry moved by hours, another id, a bad MAC
     forged = base64.urlsafe_b64encode(bytes(raw)).decode()
     [value] = login_cookie(client, state).values()
-    browser = with_cookie(app, login_cookie_name(app.config, forged), value)  # even with a cookie under its name
     path, query = callback.split("?")
-    response = browser.get(f"{path}?{urlencode({**dict(parse_qsl(query)), 'state': forged})}")
-    assert refusal(response) == (400, UNKNOWN)
+    forged_callback = f"{path}?{urlencode({**dict(parse_qsl(query)), 'state': forged})}"
+    # Never "another browser's": not from a browser without cookies, nor with a cookie under its name.
+    for browser in (app.test_client(), with_cookie(app, login_cookie_name(app.config, forged), value)):
+        assert refusal(browser.get(forged_callback)) == (400, UNKNOWN)
     assert op.fetches["token"] == 0 and redis_keys(fake_redis) == []
 
 
