@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from app.auth.pending import nonce_of
+from app.auth.pending import USED_UP, nonce_of
 from app.extensions import make_redis
 from dev import oidc_driver
 from dev.otlp_receiver import Receiver
@@ -75,6 +75,7 @@ def signed_in(traced, redis_url):
     # With PAR the state and nonce never pass through the browser before the callback.
     state = parse_qs(urlsplit(callback).query)["state"][0]
     verifier = opened_sign_in(live.env, state, http.cookies.get_dict()).verifier
+    before_callback = http.cookies.get_dict()  # the sealed login cookie: the callback replaces it with a marker
     code = parse_qs(urlsplit(callback).query)["code"][0]
     assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
     assert http.get(f"{live.url}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200
@@ -87,7 +88,8 @@ def signed_in(traced, redis_url):
         "nonce": nonce_of(verifier),
         "request_uri": parse_qs(urlsplit(authorize).query)["request_uri"][0],
         **{name: tokens[name] for name in ("access_token", "refresh_token", "id_token")},
-        **{f"cookie {cookie.name}": cookie.value for cookie in http.cookies},
+        **{f"cookie {name}": value for name, value in before_callback.items()},
+        **{f"cookie {cookie.name}": cookie.value for cookie in http.cookies if cookie.value != USED_UP},
         **{f"sealed {name}": value for name, value in sealed.items() if isinstance(value, str) and len(value) > 20},
     }
     redis.close()
