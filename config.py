@@ -191,10 +191,8 @@ class Config:
         self.SESSION_IDLE_TIMEOUT = self._number("SESSION_IDLE_TIMEOUT", "1800")
         self.SESSION_MAX_AGE = self._number("SESSION_MAX_AGE", "28800")
         self.LOGIN_STATE_TTL = min(self._number("LOGIN_STATE_TTL", "600"), 600)
-        # Sign-ins started and not yet finished, in all: 0.7 to 1.3 KB of Redis each (docs/operations.md).
-        self.MAX_PENDING_SIGNINS = self._number("MAX_PENDING_SIGNINS", "10000")
-        if self.MAX_PENDING_SIGNINS < 1:
-            raise ConfigError("MAX_PENDING_SIGNINS must be at least 1")
+        if self.LOGIN_STATE_TTL < 1:
+            raise ConfigError("LOGIN_STATE_TTL must be at least 1")
         self.RATE_LIMIT_LOGIN = _rate_limit(env.get("RATE_LIMIT_LOGIN") or "30 per minute", "RATE_LIMIT_LOGIN")
         self.RATE_LIMIT_EXCHANGE = _rate_limit(env.get("RATE_LIMIT_EXCHANGE") or "10 per minute", "RATE_LIMIT_EXCHANGE")
 

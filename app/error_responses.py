@@ -21,7 +21,6 @@ from .errors import (
     ProviderUnavailable,
     TokenChecksExhausted,
     TooManyDpopProofs,
-    TooManySignIns,
     TooManyTokenChecks,
     Unavailable,
     UnknownUser,
@@ -95,11 +94,10 @@ def handle_rate_limited(error: RateLimitExceeded):
 
 
 # The bounds beyond Flask-Limiter's: provider calls about unknown tokens, per client (429) and in
-# total (503), sign-ins in progress in total (503), and DPoP proofs per key (429).
+# total (503), and DPoP proofs per key (429).
 BOUNDS = {
     TooManyTokenChecks: "token_checks",
     TokenChecksExhausted: "token_checks_total",
-    TooManySignIns: "signins_total",
     TooManyDpopProofs: "dpop_proofs",
 }
 

@@ -117,17 +117,6 @@ class EndpointNotConfigured(Unavailable):
         self.endpoint, self.setting = endpoint, setting
 
 
-class TooManySignIns(Unavailable):
-    """The bound on sign-ins in progress, in all, is reached: 503 until one place frees up."""
-
-    def __init__(self, retry_after: int):
-        super().__init__("too many sign-ins are in progress; please try again shortly")
-        self.retry_after = retry_after
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
-
-
 class NotFound(ApiError):
     status, code = 404, "not_found"
 

@@ -8,6 +8,7 @@ from config import Config, ConfigError
 from .api.guard import Guard
 from .api.step_up import StepUpPolicy
 from .auth.flow import SignIn
+from .auth.pending import PendingSignIns
 from .extensions import Services
 from .provider import AuthorizationRequests, LoginClient, Provider, PublicClient, provider_profile
 from .provider.vendors import PROFILES as PROVIDER_PROFILES
@@ -28,7 +29,6 @@ def build_store(config: Config, redis) -> Store:
         redis,
         config.REDIS_KEY_PREFIX,
         link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES,
-        max_pending_logins=config.MAX_PENDING_SIGNINS,
         dpop_proofs_per_key=config.RATE_LIMIT_DPOP_PROOFS,
     )
 
@@ -133,11 +133,16 @@ def build_sign_in(
     return SignIn(
         login_client,
         AuthorizationRequests(provider, public_client(config), par=config.OIDC_PAR),
-        store.logins,
+        PendingSignIns(
+            config.SECRET_KEY,
+            config.SECRET_KEY_FALLBACKS,
+            cookie_prefix=config.LOGIN_COOKIE_NAME,
+            ttl_seconds=config.LOGIN_STATE_TTL,
+        ),
+        store.used_states,
         store.profiles,
         session_tokens,
         redirect_uri=config.OIDC_REDIRECT_URI,
-        state_ttl=config.LOGIN_STATE_TTL,
         scopes=config.OIDC_SCOPES,
         exchange_redirect_uris=config.EXCHANGE_REDIRECT_URIS,
         post_logout_redirect_uri=config.OIDC_POST_LOGOUT_REDIRECT_URI,

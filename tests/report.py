@@ -132,9 +132,17 @@ ROBUST_SECTIONS = [
     ("test_robust_cookie_retry", "Old access token revoked at refresh", ""),
     ("test_robust_session_retry", "Old access token revoked at refresh", ""),
     ("test_robust_signin", "Sign-in floods from many addresses",
-     "pending sign-ins bounded in total, a small Redis never fills, sessions survive a flood from 1,000 "
-     "addresses, IPv6 clients counted per /64"),
-    ("test_robust_pending", "Sign-in floods from many addresses", ""),
+     "no shared bound: 10,800 sign-ins (more than the old 10,000 bound) from 360 clients in IPv4 /24s and "
+     "IPv6 /64s, /56s, /48s through the trusted proxy hop under gunicorn, none refused for another's, a new "
+     "browser signs in meanwhile, Redis keeps only rate-limit windows; IPv6 clients counted per /64"),
+    ("test_robust_login_cookies", "Pending sign-ins in the browser (sealed cookies)",
+     "what a login cookie keeps and its size, 5 and 4 KB per browser with the oldest dropped, expired, "
+     "tampered, moved, cut, oversized, reshaped and retired-key cookies and forged states refused as unknown "
+     "with no exchange, SECRET_KEY rotation, a replay or two racing callbacks make one exchange, a failed "
+     "exchange leaves nothing, callbacks rate-limited"),
+    ("test_robust_foreign_callback", "A known state cannot cancel a sign-in",
+     "a state learned from browser A sent from browser B with A's code, alone or with an error: no exchange, "
+     "nothing written, A's cookie untouched; A then signs in (real provider)"),
     ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
     ("test_robust_addresses", "Sign-in floods from many addresses", ""),
     ("test_robust_import_interleavings", "Import as the contract says, raced by first sign-ins",
@@ -154,7 +162,7 @@ ROBUST_SECTIONS = [
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
     ("test_signin_par", "Pushed authorization requests (PAR)",
      "the redirect carries client_id and request_uri only; a refused, failing, slow or malformed PAR answer is a "
-     "502 with nothing pending and no fallback; state is base64url"),
+     "502 with nothing pending and no fallback; a start the rate limit refuses is never pushed; state is base64url"),
     ("test_signin_params", "Per-request sign-in parameters",
      "prompt, login_hint, max_age, acr_values, ui_locales: each bad value a 400 naming it with nothing written"),
     ("test_signin_silent", "Silent sign-in", "prompt=none declined returns to the page with signin_error"),
