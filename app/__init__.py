@@ -10,7 +10,7 @@ from config import Config
 from .api.routes import bp as api_bp
 from .auth.routes import bp as auth_bp
 from .cli import users_cli
-from .error_responses import register_error_handlers
+from .error_responses import AnswerEveryRequest, register_error_handlers
 from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
@@ -35,8 +35,9 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_security_headers(app)
     configure_logging(app)
     init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
-    init_tracing(app, config.OTEL_TRACES_URL)
+    init_tracing(app, config.OTEL_TRACES_URL, config.OTEL_PROPAGATORS)
     configure_proxy(app, config)
+    app.wsgi_app = AnswerEveryRequest(app.wsgi_app)
     return app
 
 
