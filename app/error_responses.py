@@ -174,8 +174,14 @@ class AnswerEveryRequest:
         self.wsgi_app = wsgi_app
 
     def __call__(self, environ, start_response):
+        started = []
+
+        def start(status, headers, exc_info=None):
+            started.append(status)
+            return start_response(status, headers) if exc_info is None else start_response(status, headers, exc_info)
+
         try:
-            return self.wsgi_app(environ, start_response)
+            return self.wsgi_app(environ, start)
         except Exception:
             log.exception(
                 "unexpected failure outside the app: %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
@@ -185,5 +191,6 @@ class AnswerEveryRequest:
                 ("Content-Length", str(len(LAST_RESORT_BODY))),
                 ("Cache-Control", "no-store"),
             ]
-            start_response("500 INTERNAL SERVER ERROR", headers, sys.exc_info())
+            # PEP 3333: replacing a status already given (not yet sent) takes the exception along.
+            start_response("500 INTERNAL SERVER ERROR", headers, *([sys.exc_info()] if started else []))
             return [LAST_RESORT_BODY]
