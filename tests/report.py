@@ -84,6 +84,13 @@ SECTIONS = [
      "traceparent continued and one sent to the provider, the trace id in log lines, no secret in any attribute; "
      "off and free without an endpoint"),
     ("tests/unit/test_tracing_setup.py", "Traces (OpenTelemetry)", ""),
+    ("tests/integration/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
+     "the shipped gunicorn config with parentbased_traceidratio 0.1: unsampled and sampled callers, then plain "
+     "requests to every thread of both workers, all answered; gunicorn's own lines (access log, malformed request "
+     "line) without a query; every header captured: only the allow-list kept, the login's and form sign-out's "
+     "redirects without their query, a caller's baggage neither recorded nor sent to the provider"),
+    ("tests/unit/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
+     ""),
     ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
