@@ -12,7 +12,7 @@ import requests
 
 from app import create_app
 from app.extensions import services
-from app.store.profile_import import ImportRecord, ImportRefused
+from app.store.profile_import import ImportCounts, ImportRecord, ImportRefused
 from app.store.profiles import SubjectClash
 from config import Config
 from dev import oidc_driver
@@ -107,7 +107,7 @@ def test_an_import_racing_a_first_sign_in_leaves_one_subject_and_a_clear_refusal
             assert links_to(redis, prefix, username, *subs) == [SIGNIN_SUB + username]
         else:
             outcomes["import won"] += 1
-            assert imported == 1 and isinstance(signed_in, SubjectClash), signed_in
+            assert imported == ImportCounts(created=1) and isinstance(signed_in, SubjectClash), signed_in
             assert signed_in.message in (
                 "this account's username belongs to another account",
                 f"the username {username} is taken by a profile not yet linked to an account; an operator must link it",
@@ -142,10 +142,10 @@ def test_a_refused_record_undoes_the_records_written_before_it(two_processes, re
     records = [ImportRecord("early", {"stats": STATS}, "early-sub"), ImportRecord("late", {"stats": STATS})]
     with web.app_context():
         importer = services().store.profile_import
-        planned = [importer._plan(index, record, False, False) for index, record in enumerate(records)]
-        assert importer._apply(planned[0]) is None
+        planned = [importer._plan(index, record, False, False, {}, None) for index, record in enumerate(records)]
+        assert importer._apply(planned[0], importer._write_all(planned[:1])[0]) is None
         services().store.profiles.link_subject(SIGNIN_SUB, "late", "Late")  # the sign-in between the writes
-        refused = importer._apply(planned[1])
+        refused = importer._apply(planned[1], importer._write_all(planned[1:])[0])
         assert refused == (
             "username",
             "profile late was created by a first sign-in while this import ran; nothing was imported, run it again",
