@@ -91,7 +91,14 @@ SECTIONS = [
      "redirects without their query, a caller's baggage neither recorded nor sent to the provider"),
     ("tests/unit/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
      ""),
-    ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
+    ("tests/integration/test_cli", "Operator commands (flask users)",
+     "the README's way beside make dev: make dev's env file sourced in a real bash; output alone on stdout "
+     "(JSON that parses), audit lines on stderr; a configuration error one line naming the setting, exit 2; "
+     "refusals exit 1 with nothing written; import progress on a terminal (a pty) and none when piped"),
+    ("tests/integration/test_import_batches.py", "Operator commands (flask users)",
+     "2,000 records in a few round trips per batch; a record refused in a later batch undoes the earlier "
+     "batches and its own"),
+    ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
 # (test_robust_<subject>...) wherever the test lives, before the path prefixes above.

@@ -18,6 +18,7 @@ def reply_writes(redis) -> int:
     return redis.info("stats")["total_writes_processed"]
 
 
+@pytest.mark.single_redis  # INFO stats of one server
 def test_two_thousand_records_take_a_few_round_trips_per_batch_not_per_record(app, redis, tmp_path):
     records = [{"username": f"batch{i}", "aggregate_scores": {"overall": i}} for i in range(2000)]
     path = tmp_path / "users.json"
