@@ -3,7 +3,7 @@
 A command's output (JSON for `show`, a JSON summary for `import`, a line for the others) is all that goes
 to stdout; its audit and log lines go to stderr, and so does an import's progress when stderr is a
 terminal. Exit codes: 0 done; 1 refused (a bad file, a refused record, an unknown user), nothing
-written; 2 a usage or configuration error.
+written, or Redis failed; 2 a usage or configuration error.
 """
 
 import dataclasses
@@ -11,6 +11,7 @@ import json
 import sys
 
 import click
+import redis
 from flask.cli import AppGroup
 from marshmallow import RAISE, Schema, ValidationError, fields, validates
 from tqdm import tqdm
@@ -32,7 +33,17 @@ class ConfigProblem(click.ClickException):
         click.echo(f"ConfigError: {self.message}", err=True)
 
 
-users_cli = AppGroup("users", help="Manage user profiles.", callback=log_to_stderr)
+class UsersGroup(AppGroup):
+    """The `users` commands, a Redis failure ending any of them with one line (exit 1), not a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except redis.RedisError as error:
+            raise click.ClickException(f"Redis: {type(error).__name__}: {error}") from None
+
+
+users_cli = UsersGroup("users", help="Manage user profiles.", callback=log_to_stderr)
 
 
 class ProfileRecordSchema(Schema):

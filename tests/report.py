@@ -94,7 +94,8 @@ SECTIONS = [
     ("tests/integration/test_cli", "Operator commands (flask users)",
      "the README's way beside make dev: make dev's env file sourced in a real bash; output alone on stdout "
      "(JSON that parses), audit lines on stderr; a configuration error one line naming the setting, exit 2; "
-     "refusals exit 1 with nothing written; import progress on a terminal (a pty) and none when piped"),
+     "refusals exit 1 with nothing written, an unreachable Redis one line; import progress on a terminal (a pty) "
+     "and none when piped"),
     ("tests/integration/test_import_batches.py", "Operator commands (flask users)",
      "2,000 records in a few round trips per batch; a record refused in a later batch undoes the earlier "
      "batches and its own"),

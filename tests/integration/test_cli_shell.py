@@ -13,7 +13,7 @@ import termios
 import pytest
 
 from dev import run as make_dev
-from dev.services import ROOT
+from dev.services import ROOT, free_port
 from tests.helpers.real_services import DEMO_USERS, delete_prefix
 from tests.helpers.settings import app_env
 
@@ -119,3 +119,16 @@ def test_off_a_terminal_an_import_writes_no_progress_only_its_audit_line(cli_env
     assert done.returncode == 0
     assert json.loads(done.stdout) == {"created": 3000, "updated": 0, "unchanged": 0}
     assert [json.loads(line)["event"] for line in done.stderr.decode().splitlines()] == ["admin.users.import"]
+
+
+def test_a_redis_that_cannot_be_reached_is_one_line_and_exit_1(cli_env):
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    done = subprocess.run(
+        [*FLASK, "show", "alice"],
+        env={**BARE, **cli_env, "REDIS_URL": nowhere},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("Error: Redis: ConnectionError: ") and done.stderr.count("\n") == 1, done.stderr
