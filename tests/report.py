@@ -89,7 +89,7 @@ SECTIONS = [
      "requests to every thread of both workers, all answered; gunicorn's own lines (access log, malformed request "
      "line) without a query; every header captured: only the allow-list kept, the login's and form sign-out's "
      "redirects without their query, a caller's baggage neither recorded nor sent to the provider"),
-    ("tests/unit/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
+    ("tests/unit/test_traced_app.py", "Tracing never fails a request; spans carry only what is allowed",
      ""),
     ("tests/integration/test_cli", "Operator commands (flask users)",
      "the README's way beside make dev: make dev's env file sourced in a real bash; output alone on stdout "
