@@ -9,6 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from config import Config, ConfigError
 
 from .api.routes import bp as api_bp
+from .audit import known_series
 from .auth.routes import bp as auth_bp
 from .cli import ConfigProblem, users_cli
 from .error_responses import AnswerEveryRequest, register_error_handlers
@@ -16,7 +17,7 @@ from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
-from .metrics import count_redis_error, init_metrics
+from .metrics import AUDIT_EVENTS, count_redis_error, init_metrics
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp
@@ -35,7 +36,11 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_error_handlers(app, count_redis_error=count_redis_error)
     register_security_headers(app)
     configure_logging(app)
-    init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
+    init_metrics(
+        app,
+        active_sessions=app.extensions["profile_poke"].store.token_sets.count_active,
+        known={AUDIT_EVENTS: known_series()},
+    )
     init_tracing(app, config.OTEL_TRACES_URL, config.OTEL_PROPAGATORS)
     configure_proxy(app, config)
     app.wsgi_app = AnswerEveryRequest(app.wsgi_app)
@@ -82,11 +87,12 @@ def register_blueprints(app: Flask) -> None:
 
 def register_rate_limits(app: Flask, config: Config) -> None:
     """Limit the views marked `rate_limited` per client address, counted in the app's Redis."""
+    store = app.extensions["profile_poke"].store
     init_limiter(
         app,
-        app.extensions["profile_poke"].store.redis,
+        store.redis,
         url=config.REDIS_URL,
-        prefix=config.REDIS_KEY_PREFIX,
+        key_prefix=store.keys.rate_limits(),
         socket_timeout=config.REDIS_SOCKET_TIMEOUT,
     )
 

@@ -158,7 +158,7 @@ def _set_disabled(username: str, disabled: bool) -> None:
     normalized = normalize_username(username) or ""
     if not _profiles().set_disabled(normalized, disabled):
         raise click.ClickException(f"no profile {username}")
-    audit(f"admin.users.{'disable' if disabled else 'enable'}", user=normalized)
+    audit("admin.users.disable" if disabled else "admin.users.enable", user=normalized)
     click.echo(f"{'disabled' if disabled else 'enabled'} {username.lower()}")
 
 

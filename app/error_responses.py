@@ -51,6 +51,7 @@ def handle_api_error(error: ApiError):
 
 
 def handle_bad_logout_token(error: BadLogoutToken):
+    audit("backchannel.refused", reason=error.reason, sub=error.sub)
     # Back-Channel Logout 1.0 section 2.8: an OAuth-style error body, not the API envelope.
     return jsonify(error="invalid_request", error_description=str(error)), 400, {"Cache-Control": "no-store"}
 
@@ -65,7 +66,7 @@ def handle_poke_failed(error: PokeFailed):
 
 
 def handle_login_failed(error: LoginFailed):
-    audit("signin.failed", reason=error.reason)
+    audit("signin.failed", reason=error.reason, sub=error.sub, user=error.user)
     if _wants_page():
         return render_template("auth_error.html", message=error.message), error.status
     return _envelope(error.status, error.code, error.message)

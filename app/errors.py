@@ -165,7 +165,13 @@ class TokenChecksExhausted(Unavailable):
 
 
 class BadLogoutToken(Exception):
-    """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`."""
+    """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`. `reason` is
+    the fixed code its backchannel.refused audit event carries (one of app.audit.BACKCHANNEL_REFUSALS),
+    with the token's `sub` once its signature and claims were verified."""
+
+    def __init__(self, message: str, reason: str, *, sub: str | None = None):
+        super().__init__(message)
+        self.reason, self.sub = reason, sub
 
 
 class ProviderUnavailable(Exception):
@@ -189,11 +195,22 @@ class PokeFailed(Exception):
 
 class LoginFailed(Exception):
     """A browser sign-in step that cannot go on; shown as a page, or JSON to a fetch. `reason` is the
-    fixed code its signin.failed audit event carries (one of app.metrics.SIGNIN_FAILURES)."""
+    fixed code its signin.failed audit event carries (one of app.audit.SIGNIN_FAILURES), with the
+    user's `sub` (from a verified ID token) and `user` (their profile) when the step knew them."""
 
-    def __init__(self, message: str, status: int = 400, code: str = "login_failed", *, reason: str = "refused"):
+    def __init__(
+        self,
+        message: str,
+        status: int = 400,
+        code: str = "login_failed",
+        *,
+        reason: str = "refused",
+        sub: str | None = None,
+        user: str | None = None,
+    ):
         super().__init__(message)
         self.message, self.status, self.code, self.reason = message, status, code, reason
+        self.sub, self.user = sub, user
 
 
 REDIS_DOWN = (

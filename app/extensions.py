@@ -74,8 +74,8 @@ def rate_limited(setting: str):
     return mark
 
 
-def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: float) -> None:
-    """A rate limiter of this app's own on the same Redis as everything else (its keys under `prefix`),
+def init_limiter(app: Flask, client, *, url: str, key_prefix: str, socket_timeout: float) -> None:
+    """A rate limiter of this app's own on the same Redis as everything else (its keys under `key_prefix`),
     counting per client (an address, or an IPv6 /64: app.addresses), for each view marked `rate_limited`.
     One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
     limits = {
@@ -83,7 +83,7 @@ def init_limiter(app: Flask, client, *, url: str, prefix: str, socket_timeout: f
         for endpoint, view in app.view_functions.items()
         if hasattr(view, RATE_LIMIT_SETTING)
     }
-    options = {"key_prefix": f"{prefix}limits"}
+    options = {"key_prefix": key_prefix}
     parts = urlsplit(url)
     if parts.scheme in CLUSTER_SCHEMES:
         uri = f"redis+cluster://{parts.netloc}"

@@ -18,11 +18,13 @@ log = logging.getLogger(__name__)
 
 @bp.get("/healthz")
 def healthz():
+    """The process answers: 200 whatever Redis and the provider do."""
     return {"status": "ok"}, 200, NO_STORE
 
 
 @bp.get("/readyz")
 def readyz():
+    """Ready for traffic: 200 when Redis, the provider and every endpoint the mode needs answer, else 503."""
     checks = {"redis": _check_redis(), "identity_provider": _check_provider()}
     ready = all(state == "ok" for state in checks.values())
     return {"status": "ready" if ready else "not ready", **checks}, 200 if ready else 503, NO_STORE

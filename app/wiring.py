@@ -3,13 +3,14 @@ services of the wings below it (store < provider < tokens < sessions < sign-in, 
 
 from flask import Flask
 
-from config import Config
+from config import Config, ConfigError
 
 from .api.guard import Guard
 from .api.step_up import StepUpPolicy
 from .auth.flow import SignIn
 from .extensions import Services
 from .provider import AuthorizationRequests, LoginClient, Provider, PublicClient, provider_profile
+from .provider.vendors import PROFILES as PROVIDER_PROFILES
 from .sessions.backchannel import BackchannelLogout
 from .sessions.credentials import SessionTokens
 from .sessions.interface import BffSessionInterface
@@ -56,7 +57,10 @@ def public_client(config: Config) -> PublicClient:
 
 
 def vendor(config: Config):
-    """How this provider writes its tokens: OIDC_PROVIDER_PROFILE with the claim-name overrides."""
+    """How this provider writes its tokens: OIDC_PROVIDER_PROFILE with the claim-name overrides;
+    ConfigError naming the profiles when it names none of them."""
+    if config.OIDC_PROVIDER_PROFILE not in PROVIDER_PROFILES:
+        raise ConfigError(f"OIDC_PROVIDER_PROFILE must be one of {', '.join(PROVIDER_PROFILES)}")
     return provider_profile(
         config.OIDC_PROVIDER_PROFILE,
         subject_claim=config.TOKEN_SUBJECT_CLAIM,

@@ -299,6 +299,12 @@ def par_mode(idp_base: str, mode: str, *, ms: int | None = None) -> None:
     requests.post(idp_base.rstrip("/") + "/__dev/par", params=params, timeout=TIMEOUT).raise_for_status()
 
 
+def token_scope(idp_base: str, mode: str) -> None:
+    """Makes the IdP's token responses list their `scope` (listed) or leave it out (omitted)."""
+    url = idp_base.rstrip("/") + "/__dev/token-scope"
+    requests.post(url, params={"mode": mode}, timeout=TIMEOUT).raise_for_status()
+
+
 def stale_auth_time(idp_base: str, seconds: int) -> None:
     """Makes the IdP's ID tokens report an auth_time `seconds` older than the real one (0: off)."""
     url = idp_base.rstrip("/") + "/__dev/stale-auth-time"

@@ -41,6 +41,7 @@ SECTIONS = [
      "for our own state), RFC 9207 iss on success and error, withheld scopes, cookie flags, SPA exchange with a "
      "foreign redirect_uri"),
     ("tests/integration/test_bff_session.py", "Browser-side attacks and the BFF flow", ""),
+    ("tests/unit/auth/test_exchange_request.py", "Browser-side attacks and the BFF flow", ""),
     ("tests/browser/", "Browser end to end (headless Chromium)",
      "sign in, profile, poke, cooldown, sign out; no token in cookies or web storage; your sessions from two "
      "browsers, one ending the other"),
@@ -49,7 +50,10 @@ SECTIONS = [
     ("tests/integration/test_instances.py", "Several instances", "two gunicorn instances over one Redis"),
     ("tests/integration/test_session_lifetime.py", "Session lifetime", "idle, absolute, refresh-token bound"),
     ("tests/integration/test_faults.py", "Faults", "Redis stopped and slowed, identity provider gone"),
-    ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)", "valid and invalid generated requests"),
+    ("tests/integration/test_fuzz.py", "Fuzzing (schemathesis, seeded)",
+     "valid and invalid generated requests to every /api/v1 and /auth operation of the OpenAPI document, "
+     "as a user token, an app token, a browser's script (cookie + X-CSRF) and no credentials; each accepted "
+     "call repeated without its credentials; no-store and no extra member in every /auth answer"),
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
     ("tests/integration/test_session_security.py", "Your sessions and revocation",
      "list, end one (its refresh token gets invalid_grant), another user's id is 404, end all others; "
@@ -74,9 +78,20 @@ SECTIONS = [
     ("tests/unit/sessions/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
+    ("tests/integration/test_audit_story.py", "The whole audit story",
+     "a refresh the provider refuses writes refresh.refused with its error code before the session.ended it "
+     "causes; a logout token replayed, forged or missing is backchannel.refused with its reason; sessions ended "
+     "idle, absolute or malformed are told once when the browser comes back; a sign-in replacing a session, and "
+     "failed sign-ins naming the subject and user where known; exact lines, in order, never a secret"),
+    ("tests/unit/test_audit_vocabulary.py", "The whole audit story", ""),
+    ("tests/integration/test_provider_habits.py", "Provider habits",
+     "token responses without scope (RFC 6749 5.1) grant what was asked for, at sign-in and at the SPA exchange, "
+     "while one listing fewer is judged by what it lists; RFC 8414 metadata answered with 200 and an HTML page is "
+     "not offered: one warning per gunicorn worker naming OIDC_REVOCATION_ENDPOINT, no error, no sign-out "
+     "calls it an outage"),
     ("tests/integration/test_audit", "Audit events and request ids",
-     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, a refused refresh, "
-     "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
+     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, rate limits and every "
+     "operator command each write exactly one event; counters at 0 from the start, refusals counted by reason"),
     ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
     ("tests/unit/test_audit", "Audit events and request ids", ""),
     ("tests/integration/test_tracing.py", "Traces (OpenTelemetry)",
@@ -120,9 +135,19 @@ ROBUST_SECTIONS = [
     ("test_robust_pending", "Sign-in floods from many addresses", ""),
     ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
     ("test_robust_addresses", "Sign-in floods from many addresses", ""),
+    ("test_robust_import_interleavings", "Import as the contract says, raced by first sign-ins",
+     "a record without sub updates a signed-in user's profile and keeps its link; `flask users import` put in "
+     "each gap of alice's real first sign-in and she in each of its gaps (same username, another subject, "
+     "another username for her subject, --relink): one subject per profile, the loser changes nothing and says why"),
     ("test_robust_import", "One profile, one subject",
-     "import and first sign-in raced 50 times; a conflicting import changes nothing and says why"),
+     "import and first sign-in raced 50 rounds per case, at the store and end to end against the dev provider "
+     "(same and other usernames and subjects, no sub); a SCAN after every round finds no subject on two profiles "
+     "and no profile on two subjects; the loser changes nothing and says why"),
     ("test_robust_sealed", "Malformed sealed session records", "each malformation ends the session, never a 500"),
+    ("test_robust_session_index", "Malformed session index",
+     "junk fields in a user's and a provider session's index (not JSON, not UTF-8, wrong types, missing or "
+     "impossible fields, nested 100,000 deep, 10 MB): your sessions and the next real sign-in answer 200/302, "
+     "the junk is gone, the good sessions still listed"),
     ("test_robust_forwarding", "Forwarding headers", "no client header changes the route or its path"),
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
     ("test_signin_par", "Pushed authorization requests (PAR)",

@@ -11,9 +11,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app, request, session
 
-from ..audit import audit
+from ..audit import SILENT_DECLINED, audit
 from ..errors import LoginFailed, TooManySignIns
-from ..metrics import SILENT_DECLINED
 from ..provider.authorization import AuthorizationRequests
 from ..provider.login_client import LoginClient
 from ..sessions.check import session_info
@@ -79,6 +78,7 @@ class SignIn:
         self._session_tokens = session_tokens
         self._redirect_uri = redirect_uri
         self._state_ttl = state_ttl
+        self._scopes = scopes
         # Every scope the app asked for beyond OpenID Connect's own must have been granted.
         self._required_scopes = set(scopes.split()) - OIDC_SCOPES
         self._exchange_redirect_uris = exchange_redirect_uris
@@ -163,37 +163,44 @@ class SignIn:
     def _establish_session(self, response: dict, *, nonce: str | None, max_age: int | None = None) -> None:
         """Check a token response, link the profile and start a fresh session holding the tokens."""
         claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce, max_age=max_age)
-        granted = set(str(response.get("scope", "")).split())
-        missing = sorted(self._required_scopes - granted)
+        sub = claims["sub"]
+        if response.get("scope") is None:  # RFC 6749 5.1: left out when it is what was asked for
+            response = {**response, "scope": self._scopes}
+        missing = sorted(self._required_scopes - set(str(response["scope"]).split()))
         if missing:
             raise LoginFailed(
                 f"the identity provider did not grant {' '.join(missing)}, which this app needs",
                 403,
                 reason="scope_not_granted",
+                sub=sub,
             )
         identity = signed_in_identity(claims, self._client.profile)
         if not identity.subject:
-            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject")
+            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject", sub=sub)
         try:
             profile = self._profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
         except SubjectClash as clash:
             log.warning("refused subject link at sign-in: %s", clash.log_line())
-            raise LoginFailed(clash.message, 403, reason="subject_clash") from None
+            raise LoginFailed(clash.message, 403, reason="subject_clash", sub=sub) from None
         except UnusableUsername as error:
-            raise LoginFailed(str(error), 403, reason="unusable_username") from None
+            raise LoginFailed(str(error), 403, reason="unusable_username", sub=sub) from None
         except NoProfile:
             raise LoginFailed(
-                "this account has no username to make a profile from", 403, reason="no_username"
+                "this account has no username to make a profile from", 403, reason="no_username", sub=sub
             ) from None
         if profile.disabled:
-            raise LoginFailed("this account is disabled", 403, reason="account_disabled")
-        self._end_current_session()
+            raise LoginFailed(
+                "this account is disabled", 403, reason="account_disabled", sub=sub, user=profile.username
+            )
+        replaced = self._end_current_session()
+        if replaced:
+            audit("session.ended", reason="replaced", ended=[replaced["id"]], **audit_fields(replaced))
         current_app.session_interface.regenerate(session)
         session.clear()
         record = self._session_tokens.start(
             session.sid,
             username=profile.username,
-            sub=claims["sub"],
+            sub=sub,
             response=response,
             provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
             user_agent=user_agent_label(request.headers.get("User-Agent")),
@@ -204,7 +211,9 @@ class SignIn:
 
     def session_info(self) -> dict:
         """Who is signed in, with which scopes, and until when; never a token, never an extension."""
-        return session_info(self._session_tokens, session.sid if session else None, idle_timeout=self._idle_timeout)
+        # An expired session comes back empty under a made-up sid: its cookie names the one that ended.
+        sid = session.sid if session else request.cookies.get(self._session_cookie)
+        return session_info(self._session_tokens, sid, idle_timeout=self._idle_timeout)
 
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""

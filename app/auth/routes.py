@@ -17,6 +17,7 @@ bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 @bp.get("/login")
 @rate_limited("RATE_LIMIT_LOGIN")
 def login():
+    """Start a browser sign-in: the provider's URL as a 302, and the login cookie that binds it to this browser."""
     config = current_app.config
     params = _sign_in_request(config["LOGIN_ACR_VALUES"])
     return_to = safe_return_to(params.pop("return_to"))
@@ -37,6 +38,7 @@ def login():
 
 @bp.get("/callback")
 def callback():
+    """Finish the sign-in the provider sends back: a new session, and a 302 to where the user was going."""
     return_to = services().sign_in.finish(request.args, request.cookies.get(current_app.config["LOGIN_COOKIE_NAME"]))
     return redirect(return_to, 302)
 
@@ -44,6 +46,7 @@ def callback():
 @bp.post("/exchange")
 @rate_limited("RATE_LIMIT_EXCHANGE")
 def exchange():
+    """Sign in with a code a same-origin page obtained itself (X-CSRF: 1); the tokens stay on the server."""
     require_csrf_header(request.headers)
     try:
         body = request.get_json(silent=True)
@@ -57,17 +60,20 @@ def exchange():
         raise LoginFailed(
             f"invalid exchange request: {sorted(error.messages)}", code="invalid_request", reason="bad_request"
         ) from None
-    services().sign_in.exchange(**fields)
-    return services().sign_in.session_info()
+    sign_in = services().sign_in
+    sign_in.exchange(**fields)
+    return sign_in.session_info()
 
 
 @bp.get("/session")
 def current_session():
+    """Who is signed in and until when, never a token; reading never extends the session."""
     return services().sign_in.session_info()
 
 
 @bp.post("/logout")
 def logout():
+    """End the session and revoke its refresh token; the provider's logout URL as JSON (X-CSRF) or a 303."""
     fetch = sent_csrf_header(request.headers)
     if not fetch and not _same_origin_form():
         require_csrf_header(request.headers)
@@ -77,23 +83,27 @@ def logout():
 
 @bp.post("/backchannel-logout")
 def backchannel_logout():
+    """End the sessions a valid, unused logout token from the provider names; 200 even when none matches."""
     services().backchannel_logout.accept(request.form.get("logout_token"))
     return "", 200
 
 
 @bp.get("/sessions")
 def your_sessions():
+    """The signed-in user's browser sessions, newest first, the current one marked (X-CSRF: 1)."""
     return {"sessions": services().browser_sessions.listing(_session_cookie())}
 
 
 @bp.delete("/sessions/<session_id>")
 def end_one_session(session_id: str):
+    """End one of the signed-in user's sessions and revoke its refresh token; 404 if it is not theirs."""
     services().browser_sessions.end_one(_session_cookie(), session_id)
     return "", 204
 
 
 @bp.delete("/sessions")
 def end_other_sessions():
+    """End every other session of the signed-in user, revoking their refresh tokens."""
     services().browser_sessions.end_others(_session_cookie())
     return "", 204
 

@@ -1,4 +1,5 @@
-"""marshmallow schemas of the SPA code-exchange request and of the sign-in request's query."""
+"""marshmallow schemas of the /auth routes: the SPA code-exchange request, the sign-in request's query, and
+the bodies the OpenAPI document describes."""
 
 import re
 
@@ -10,7 +11,7 @@ class ExchangeRequestSchema(Schema):
         unknown = RAISE
 
     code = fields.String(required=True, validate=validate.Length(min=1, max=2048))
-    code_verifier = fields.String(required=True, validate=validate.Regexp(r"[A-Za-z0-9\-._~]{43,128}"))
+    code_verifier = fields.String(required=True, validate=validate.Regexp(r"[A-Za-z0-9\-._~]{43,128}\Z"))
     redirect_uri = fields.String(required=True, validate=validate.Length(min=1, max=2048))
     nonce = fields.String(load_default=None, validate=validate.Length(min=1, max=512))
 
@@ -75,3 +76,46 @@ class LoginRequestSchema(Schema):
             raise ValidationError("is not accepted: this app allows none (LOGIN_ACR_VALUES is empty)")
         if not set(_words(value)) <= self._acr_values:
             raise ValidationError(f"must be among {' '.join(sorted(self._acr_values))}")
+
+
+class SessionInfoSchema(Schema):
+    """GET /auth/session's answer, and POST /auth/exchange's: only `authenticated` without a session."""
+
+    authenticated = fields.Boolean(required=True)
+    user = fields.String()
+    scopes = fields.List(fields.String())
+    expires_at = fields.Integer(metadata={"description": "epoch seconds: the session ends then at the latest"})
+    idle_expires_at = fields.Integer(metadata={"description": "epoch seconds: the session ends then unless used"})
+    idle_timeout = fields.Integer(metadata={"description": "seconds an unused session lives"})
+    acr = fields.String(metadata={"description": "how the user signed in (the ID token's), when known"})
+    amr = fields.List(fields.String(), metadata={"description": "the ID token's methods, when known"})
+    auth_time = fields.Integer(metadata={"description": "epoch seconds of the sign-in, when known"})
+
+
+class BrowserSessionSchema(Schema):
+    id = fields.String(required=True)
+    started_at = fields.DateTime(required=True)
+    last_used_at = fields.DateTime(required=True, metadata={"description": "to within a minute"})
+    user_agent = fields.String(required=True, metadata={"description": "such as `Firefox on Linux`"})
+    current = fields.Boolean(required=True, metadata={"description": "the session of this very request"})
+
+
+class SessionListSchema(Schema):
+    sessions = fields.List(fields.Nested(BrowserSessionSchema), required=True)
+
+
+class LogoutUrlSchema(Schema):
+    logout_url = fields.String(required=True, metadata={"description": "the provider's end-session URL"})
+
+
+class BackchannelErrorSchema(Schema):
+    """Back-Channel Logout 1.0's error body (section 2.8), not the API's envelope."""
+
+    error = fields.String(required=True, metadata={"enum": ["invalid_request"]})
+    error_description = fields.String(required=True)
+
+
+class BackchannelLogoutRequestSchema(Schema):
+    """POST /auth/backchannel-logout's form: other fields are ignored."""
+
+    logout_token = fields.String(required=True, metadata={"description": "a logout token (a JWT) the provider signed"})

@@ -40,6 +40,9 @@ class Keys:
     def refresh_lock(self, session_ref: str) -> str:
         return f"{self.prefix}refresh-lock:{session_ref}"
 
+    def session_end(self, session_ref: str) -> str:
+        return f"{self.prefix}session-end:{session_ref}"
+
     def sessions_of_subject(self, sub: str) -> str:
         return f"{self.prefix}sessions-of:{sub}"
 
@@ -60,3 +63,7 @@ class Keys:
 
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"
+
+    def rate_limits(self) -> str:
+        # Flask-Limiter's: each of its counters is `<this>:LIMITER/<client>/<endpoint>/<limit>`.
+        return f"{self.prefix}limits"

@@ -1,7 +1,8 @@
 """Operator imports of profiles (`users import`, `users create`): each record is checked against the
-profile as read, then written only if that profile is still as it was read (one script on its key),
-so a first sign-in racing the import can never leave a profile with two subjects. A record that
-finds its profile changed undoes the records written before it: the import changes nothing."""
+profile as read, then its fields are written only if that profile is still as it was read (one script
+on its key), and its subject linked only if the subject is still free (one script on the link's key).
+So an import racing a first sign-in never gives one subject two profiles or one profile two subjects:
+whichever loses changes nothing. A refused record undoes the records written before it."""
 
 import dataclasses
 from collections.abc import Callable
@@ -19,7 +20,7 @@ if tostring(exists) ~= ARGV[1] or owner ~= ARGV[2] then
   if exists == 0 then return '-' end
   return '=' .. owner
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
 return 1
 """
 
@@ -30,20 +31,6 @@ if (redis.call('HGET', KEYS[1], 'sub') or '') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 if #ARGV > 1 then redis.call('HSET', KEYS[1], unpack(ARGV, 2)) end
 return 1
-"""
-
-# Point a subject at a profile unless it points at another one; returns 1, or the other profile.
-_LINK_IF_FREE = """
-local current = redis.call('GET', KEYS[1])
-if current and current ~= ARGV[1] then return current end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1
-"""
-
-# Remove a subject's link only if it still points at this profile.
-_UNLINK_IF = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 """
 
 
@@ -77,6 +64,7 @@ class ImportCounts:
 class _Planned:
     index: int
     profile: Profile  # the record merged over the stored profile
+    fields: list[str]  # what the write sets: the record's own fields (all of them for a new profile)
     read: dict  # the stored profile's raw hash as read ({} when there was none)
     replaced_sub: str | None  # the subject a relink takes the profile away from
 
@@ -87,11 +75,9 @@ class ProfileImport:
     def __init__(self, redis, keys, profiles: Profiles):
         self._redis = redis
         self._keys = keys
-        self._profiles = profiles
+        self._links = profiles.links
         self._write = redis.register_script(_WRITE_IF_UNCHANGED)
         self._undo = redis.register_script(_UNDO)
-        self._link = redis.register_script(_LINK_IF_FREE)
-        self._unlink = redis.register_script(_UNLINK_IF)
 
     def run(
         self,
@@ -147,9 +133,8 @@ class ProfileImport:
         """Each step's conditional write (_WRITE_IF_UNCHANGED), in one round trip: its results."""
         calls = []
         for step in steps:
-            fields = [item for pair in step.profile.to_hash().items() for item in pair]
             expected = ["1" if step.read else "0", step.read.get("sub", "")]
-            calls.append(([self._keys.user(step.profile.username)], expected + fields))
+            calls.append(([self._keys.user(step.profile.username)], expected + step.fields))
         return run_script_many(self._redis, self._write, calls)
 
     def _plan(
@@ -159,20 +144,21 @@ class ProfileImport:
         if existing and create:
             raise ImportRefused(index, "username", f"profile {record.username} already exists")
         owner = existing.sub if existing else None
-        if owner and not record.sub:
-            # Its stats may be another person's: only a record naming the linked subject may touch it.
-            why = f"profile {record.username} is linked to an account; a record for it must name its subject"
-            raise ImportRefused(index, "sub", why)
-        replaced = owner if owner and record.sub != owner else None
+        replaced = owner if owner and record.sub and record.sub != owner else None
         if replaced and not relink:
             why = f"profile {record.username} is linked to another subject; use --relink to change it"
             raise ImportRefused(index, "sub", why)
         if linked and linked != record.username:
             raise ImportRefused(index, "sub", f"subject is linked to profile {linked}")
         base = existing or Profile(record.username, record.username, record.username)
+        # A field the record leaves out keeps its stored value, the link included: it is not written.
         merged = dataclasses.replace(base, **record.fields, sub=record.sub or owner)
+        given = set(record.fields) | ({"sub"} if record.sub else set())
+        fields = [
+            item for name, value in merged.to_hash().items() if not raw or name in given for item in (name, value)
+        ]
         read = {key.decode(): value.decode() for key, value in raw.items()}
-        return _Planned(index, merged, read, replaced)
+        return _Planned(index, merged, fields, read, replaced)
 
     def _apply(self, step: _Planned, result) -> tuple[str, str] | None:
         """Finish one planned record its conditional write answered `result`; else the field and the reason
@@ -183,26 +169,25 @@ class ProfileImport:
                 "username",
                 f"profile {username} {_change(step.read, result.decode())} while this import ran{NOTHING}",
             )
+        # The profile is written before its link, so a link found always names a profile that names it back.
         if sub and sub != step.read.get("sub"):
-            other = self._link(keys=[self._keys.subject(sub)], args=[username])
-            if other != 1:
+            other = self._links.link(sub, username)
+            if other is not None:
                 self._revert(step, linked=False)
-                return "sub", f"subject was linked to profile {other.decode()} while this import ran{NOTHING}"
+                return "sub", f"subject was linked to profile {other} while this import ran{NOTHING}"
         if step.replaced_sub:
-            self._unlink(keys=[self._keys.subject(step.replaced_sub)], args=[username])
-            self._profiles.forget_link(step.replaced_sub)
+            self._links.unlink(step.replaced_sub, username)
         return None
 
     def _revert(self, step: _Planned, *, linked: bool = True) -> None:
         """Put one written record's profile and subject links back as they were read."""
         username, sub = step.profile.username, step.profile.sub
+        if linked and sub and sub != step.read.get("sub"):
+            self._links.unlink(sub, username)  # the link goes before the profile it names
         old = [item for pair in step.read.items() for item in pair]
         self._undo(keys=[self._keys.user(username)], args=[sub or "", *old])
-        if linked and sub and sub != step.read.get("sub"):
-            self._unlink(keys=[self._keys.subject(sub)], args=[username])
-            self._profiles.forget_link(sub)
         if step.replaced_sub:
-            self._redis.set(self._keys.subject(step.replaced_sub), username)
+            self._links.link(step.replaced_sub, username)
 
 
 NOTHING = "; nothing was imported, run it again"
@@ -213,8 +198,8 @@ def _counts(planned: list[_Planned]) -> ImportCounts:
     for step in planned:
         if not step.read:
             counts.created += 1
-        elif step.profile.to_hash() == step.read:
-            counts.unchanged += 1
+        elif all(step.read.get(name) == value for name, value in zip(step.fields[::2], step.fields[1::2], strict=True)):
+            counts.unchanged += 1  # every field the record gives is already stored
         else:
             counts.updated += 1
     return counts

@@ -3,30 +3,42 @@
 import json
 import re
 import string
-import time
 from dataclasses import dataclass, field
+
+from .subject_links import SubjectLinks
 
 USERNAME_PATTERN = re.compile(r"[a-z0-9_.-]{1,64}", re.ASCII)
 # Only A-Z are lowered: Unicode case folding would make "\u212aate" (Kelvin sign) into "kate".
 ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-# How long a process trusts a subject link it read: an operator's relink reaches every process within it.
-LINK_MEMORY_SECONDS = 30
 PUBLIC_FIELDS = ("username", "handle", "display_name", "aggregate_scores", "disabled")
 
-# Link a subject to a profile: create it, claim an unowned one only when ARGV[4] is '1', or refuse.
-# Returns 1 when linked, else the current owner ('' for a profile nobody owns yet).
+# Give a profile to a subject: already its own (1), an unowned one claimed when ARGV[2] is '1' (2), or a new
+# one made of the fields ARGV[3..] (3). Else the current owner ('' for a profile nobody owns yet).
 _CLAIM = """
 local owner = redis.call('HGET', KEYS[1], 'sub')
 if owner == ARGV[1] then return 1 end
 if owner and owner ~= '' then return owner end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[4] ~= '1' then return '' end
+  if ARGV[2] ~= '1' then return '' end
   redis.call('HSET', KEYS[1], 'sub', ARGV[1])
-  return 1
+  return 2
 end
-redis.call('HSET', KEYS[1], 'username', ARGV[2], 'handle', ARGV[2], 'display_name', ARGV[3],
-  'sub', ARGV[1], 'stats', '{}', 'aggregate_scores', '{}', 'disabled', '0')
-return 1
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+return 3
+"""
+
+# Undo a claim (ARGV[2]: what _CLAIM returned; ARGV[3..]: the fields it made) while the profile still
+# names the subject ARGV[1]: a profile it made goes if nobody wrote to it since, else it loses the link.
+_UNCLAIM = """
+if redis.call('HGET', KEYS[1], 'sub') ~= ARGV[1] then return 0 end
+if ARGV[2] == '3' then
+  local made, stored = {}, redis.call('HGETALL', KEYS[1])
+  for i = 3, #ARGV, 2 do made[ARGV[i]] = ARGV[i + 1] end
+  local untouched = #stored == #ARGV - 2
+  for i = 1, #stored, 2 do untouched = untouched and made[stored[i]] == stored[i + 1] end
+  if untouched then return redis.call('DEL', KEYS[1]) end
+end
+return redis.call('HDEL', KEYS[1], 'sub')
 """
 
 
@@ -77,19 +89,28 @@ class Profile:
 
 class SubjectClash(Exception):
     """The profile a subject would take belongs to another subject, or to nobody yet while linking
-    unclaimed profiles is off: the username is taken."""
+    unclaimed profiles is off (the username is taken); or the subject was linked to another profile
+    while it signed in (`linked_to`)."""
 
-    def __init__(self, username: str, subject: str, owner: str | None):
+    def __init__(self, username: str, subject: str, owner: str | None, *, linked_to: str | None = None):
         super().__init__(username)
-        self.username, self.subject, self.owner = username, subject, owner
-        self.message = (
-            "this account's username belongs to another account"
-            if owner
-            else f"the username {username} is taken by a profile not yet linked to an account; an operator must link it"
-        )
+        self.username, self.subject, self.owner, self.linked_to = username, subject, owner, linked_to
+        if linked_to:
+            self.message = "this account was linked to another profile while it signed in; sign in again"
+        elif owner:
+            self.message = "this account's username belongs to another account"
+        else:
+            self.message = (
+                f"the username {username} is taken by a profile not yet linked to an account; an operator must link it"
+            )
 
     def log_line(self) -> str:
-        """Both subjects, for the operator who has to sort it out."""
+        """Both subjects, or both profiles, for the operator who has to sort it out."""
+        if self.linked_to:
+            return (
+                f"subject {self.subject} was linked to profile {self.linked_to} while it signed in as "
+                f"{self.username}; the sign-in changed nothing"
+            )
         owner = self.owner or "none (unclaimed profile; LINK_UNCLAIMED_PROFILES is off)"
         return f"username {self.username} is taken: subject {self.subject}, owner {owner}"
 
@@ -109,16 +130,15 @@ class NoProfile(Exception):
 
 
 class Profiles:
-    """Reads and writes profiles and subject links."""
+    """Reads and writes profiles and, through `links`, the subject links to them."""
 
     def __init__(self, redis, keys, link_cache_size: int = 100_000, *, link_unclaimed: bool = False):
         self._redis = redis
         self._link_unclaimed = link_unclaimed
         self._keys = keys
         self._claim = redis.register_script(_CLAIM)
-        # A link changes only by an operator's relink, so a process may remember it for a while.
-        self._links: dict[str, tuple[str, float]] = {}
-        self._link_cache_size = link_cache_size
+        self._unclaim = redis.register_script(_UNCLAIM)
+        self.links = SubjectLinks(redis, keys, link_cache_size)
 
     def get(self, username: str) -> Profile | None:
         """The profile stored under `username` (already normalized), or None."""
@@ -134,13 +154,10 @@ class Profiles:
             {name.encode(): value for name, value in zip(PUBLIC_FIELDS, values, strict=True) if value}
         )
 
-    def put(self, profile: Profile, *, replaced_sub: str | None = None) -> None:
-        """Write the fields of `profile`; a stored subject link is kept when `profile` names none.
-        `replaced_sub` is the subject an operator's relink takes the profile away from."""
+    def put(self, profile: Profile) -> None:
+        """Write every field of `profile` and its subject link, unconditionally (fixtures and benches;
+        operators go through ProfileImport)."""
         self._redis.hset(self._keys.user(profile.username), mapping=profile.to_hash())
-        if replaced_sub:
-            self._redis.delete(self._keys.subject(replaced_sub))
-            self._links.pop(replaced_sub, None)
         if profile.sub:
             self._redis.set(self._keys.subject(profile.sub), profile.username)
 
@@ -154,28 +171,34 @@ class Profiles:
 
     def linked_username(self, sub: str) -> str | None:
         """The username linked to `sub`, if any; never links anything."""
-        username, remembered_until = self._links.get(sub, (None, 0.0))
-        if username is None or time.monotonic() >= remembered_until:
-            raw = self._redis.get(self._keys.subject(sub))
-            if raw is None:
-                self._links.pop(sub, None)
-                return None
-            username = raw.decode()
-            self._remember(sub, username)
-        return username
+        return self.links.username(sub)
 
     def link_subject(self, sub: str, username_claim: str, display_name: str | None) -> str:
         """Link `sub` to a new profile made from `username_claim` (or, when the operator allows it, to an
-        unclaimed profile of that name); SubjectClash when the username is taken."""
+        unclaimed profile of that name); SubjectClash, with nothing changed, when the username is taken
+        or the subject was linked to another profile meanwhile."""
         username = normalize_username(username_claim)
         if username is None:
             raise UnusableUsername()
-        flag = "1" if self._link_unclaimed else "0"
-        result = self._claim(keys=[self._keys.user(username)], args=[sub, username, display_name or username, flag])
-        if result != 1:
-            raise SubjectClash(username, sub, result.decode() if isinstance(result, bytes) else result)
-        self._redis.set(self._keys.subject(sub), username)
-        self._remember(sub, username)
+        key = self._keys.user(username)
+        made = [
+            item
+            for pair in Profile(username, username, display_name or username, sub).to_hash().items()
+            for item in pair
+        ]
+        claimed = self._claim(keys=[key], args=[sub, "1" if self._link_unclaimed else "0", *made])
+        if claimed not in (1, 2, 3):
+            raise SubjectClash(username, sub, claimed.decode() or None)
+        # The profile is written first, so a link found always names a profile that names the subject back.
+        other = self.links.link(sub, username)
+        if other is not None:
+            if claimed != 1:
+                self._unclaim(keys=[key], args=[sub, claimed, *made])
+            raise SubjectClash(username, sub, None, linked_to=other)
+        owner = self._redis.hget(key, "sub")
+        if owner != sub.encode():  # an operator's relink took the profile between the claim and the link
+            self.links.unlink(sub, username)
+            raise SubjectClash(username, sub, owner.decode() if owner else None)
         return username
 
     def find_or_link_username(self, sub: str, username_claim: str | None, name: str | None) -> str:
@@ -194,12 +217,3 @@ class Profiles:
         if profile is None:
             raise NoProfile(f"profile {username} of subject {sub} is gone")
         return profile
-
-    def forget_link(self, sub: str) -> None:
-        """Stop remembering the link of `sub` in this process (it was just changed here)."""
-        self._links.pop(sub, None)
-
-    def _remember(self, sub: str, username: str) -> None:
-        if len(self._links) >= self._link_cache_size:
-            self._links.clear()
-        self._links[sub] = (username, time.monotonic() + LINK_MEMORY_SECONDS)

@@ -4,20 +4,50 @@ session; a field is dropped once its session's absolute end has passed, and the 
 expires with the last of its sessions."""
 
 import json
+import math
 import time
 
-# Add one field, drop fields whose session has ended, and keep the key until the last one ends.
+# An entry's end beyond this (about the year 5138) is junk: Redis could not even expire the key then.
+LATEST_END = 1e11
+LONGEST_USER_AGENT = 256
+
+# Add one field, drop fields whose session has ended or that are not entries at all (so junk written
+# into the index can never fail a sign-in), and keep the key until the last session ends.
 _ADD = """
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local now, latest = tonumber(ARGV[3]), 0
 local fields = redis.call('HGETALL', KEYS[1])
 for i = 1, #fields, 2 do
-  local ends = cjson.decode(fields[i + 1])['ends']
-  if ends <= now then redis.call('HDEL', KEYS[1], fields[i]) elseif ends > latest then latest = ends end
+  local parsed, entry = pcall(cjson.decode, fields[i + 1])
+  local ends = parsed and type(entry) == 'table' and type(entry['ref']) == 'string' and entry['ends']
+  if type(ends) ~= 'number' or ends ~= ends or ends <= now or ends >= tonumber(ARGV[4]) then
+    redis.call('HDEL', KEYS[1], fields[i])
+  elseif ends > latest then
+    latest = ends
+  end
 end
-redis.call('EXPIREAT', KEYS[1], math.ceil(latest))
+if latest > 0 then redis.call('EXPIREAT', KEYS[1], math.ceil(latest)) end
 return 1
 """
+
+
+def _entry(field: bytes, raw: bytes) -> dict | None:
+    """A session's entry in its user's index as written by `add`, or None for anything else."""
+    try:
+        field.decode()
+        entry = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str):
+        return None
+    times = [entry.get(name) for name in ("started", "ends")]
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in times):
+        return None
+    started, ends = times
+    if not (math.isfinite(started) and math.isfinite(ends) and 0 <= started <= ends < LATEST_END):
+        return None
+    user_agent = entry.get("user_agent")
+    return entry if isinstance(user_agent, str) and len(user_agent) <= LONGEST_USER_AGENT else None
 
 
 class SessionIndex:
@@ -32,21 +62,28 @@ class SessionIndex:
         """Index a new session under its user and, when the provider named one, its provider session.
         `entry` must hold `ref` (the session's Redis name) and `ends` (its absolute end, Unix time)."""
         now = time.time()
-        self._add(keys=[self._keys.sessions_of_subject(sub)], args=[session_id, json.dumps(entry), now])
+        self._add(keys=[self._keys.sessions_of_subject(sub)], args=[session_id, json.dumps(entry), now, LATEST_END])
         if provider_sid:
             mark = json.dumps({"ref": entry["ref"], "ends": entry["ends"]})
-            self._add(keys=[self._keys.sessions_of_provider_session(provider_sid)], args=[entry["ref"], mark, now])
+            key = self._keys.sessions_of_provider_session(provider_sid)
+            self._add(keys=[key], args=[entry["ref"], mark, now, LATEST_END])
 
     def of_subject(self, sub: str) -> dict[str, dict]:
-        """Every session of `sub` whose absolute end has not passed, by session id."""
-        raw = self._redis.hgetall(self._keys.sessions_of_subject(sub))
-        entries = {field.decode(): json.loads(value) for field, value in raw.items()}
+        """Every session of `sub` whose absolute end has not passed, by session id; a field that is not
+        an entry (junk written into the index) is dropped from it."""
+        key = self._keys.sessions_of_subject(sub)
+        entries = {field: _entry(field, value) for field, value in self._redis.hgetall(key).items()}
+        junk = [field for field, entry in entries.items() if entry is None]
+        if junk:
+            self._redis.hdel(key, *junk)
         now = time.time()
-        return {session_id: entry for session_id, entry in entries.items() if entry["ends"] > now}
+        return {field.decode(): entry for field, entry in entries.items() if entry and entry["ends"] > now}
 
     def refs_of_provider_session(self, provider_sid: str) -> list[str]:
-        """The Redis names of the sessions begun in provider session `provider_sid`."""
-        return [field.decode() for field in self._redis.hkeys(self._keys.sessions_of_provider_session(provider_sid))]
+        """The Redis names of the sessions begun in provider session `provider_sid` (they are hex: a
+        field that is not ASCII is junk, and left out)."""
+        fields = self._redis.hkeys(self._keys.sessions_of_provider_session(provider_sid))
+        return [field.decode() for field in fields if field.isascii()]
 
     def forget(self, *, sub: str, session_ids: list[str]) -> None:
         """Drop sessions from their user's index (their provider-session entries simply expire)."""

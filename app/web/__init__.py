@@ -7,4 +7,5 @@ bp = Blueprint("web", __name__)
 
 @bp.get("/")
 def index():
+    """The demo page."""
     return current_app.send_static_file("index.html")

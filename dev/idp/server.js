@@ -43,7 +43,9 @@
 //   IDP_SERVER_METADATA            where RFC 8414 metadata is served: appended (default, oidc-provider's own
 //                                  <issuer>/.well-known/oauth-authorization-server), rfc8414 (the well-known
 //                                  segment before the path, /.well-known/oauth-authorization-server/realms/dev,
-//                                  RFC 8414 3.1), both, or off; /__dev/stats counts them as server_metadata
+//                                  RFC 8414 3.1), both, off (404), or html: both URLs answer 200 with an HTML
+//                                  sign-in page, like providers whose catch-all route shows their login
+//                                  page; /__dev/stats counts them as server_metadata
 //   IDP_DEMO_OTP                   the one-time code of the second authentication level (default 123456,
 //                                  shown on the code page); see "two authentication levels"
 //   IDP_PAR                        off: no pushed authorization requests (RFC 9126): discovery names no
@@ -72,6 +74,9 @@
 //                              a 200 with a request_uri); ok (the default) is the real endpoint
 //   POST /__dev/stale-auth-time seconds=N (query): ID tokens report an auth_time N seconds older than the
 //                              real one (0 turns it off); for the max_age tests
+//   POST /__dev/token-scope    mode=listed|omitted (query): omitted leaves `scope` out of every token
+//                              response, as RFC 6749 5.1 allows when it is the scope requested (some
+//                              providers always do); listed (the default) sends it
 //   /__dev/stats also lists, under `authorization_requests`, the sign-in parameters of each pushed
 //   request (endpoint `par`) and each authorization request (endpoint `authorization`, with `pushed`
 //   true when it came through a request_uri) (the last 50; never state, nonce or code_challenge)
@@ -704,8 +709,9 @@ function answerWithoutSub(provider) {
 
 // IDP_PAR=off turns RFC 9126 off (oidc-provider enables it by default). POST /__dev/par makes the PAR
 // endpoint refuse, fail or hang; POST /__dev/stale-auth-time makes ID tokens report an older auth_time
-// (a provider that ignores max_age). The sign-in parameters of every pushed and authorization request
-// are noted in the stats, so tests can see what reached the provider and by which channel.
+// (a provider that ignores max_age); POST /__dev/token-scope leaves `scope` out of token responses. The
+// sign-in parameters of every pushed and authorization request are noted in the stats, so tests can see
+// what reached the provider and by which channel.
 const PAR_ENABLED = !['off', '0', 'false', 'no'].includes((process.env.IDP_PAR || '').toLowerCase());
 const PAR_MODES = ['ok', 'refuse', 'error', 'hang', 'no_request_uri', 'status_200'];
 const SIGN_IN_PARAMS = ['client_id', 'prompt', 'login_hint', 'max_age', 'acr_values', 'ui_locales', 'redirect_uri', 'scope'];
@@ -713,6 +719,7 @@ const REQUESTS_KEPT = 50;
 let parMode = 'ok';
 let parHangMs = 10_000;
 let staleAuthTimeSeconds = 0;
+let tokenScopeOmitted = false;
 
 const SIGN_IN_CONTROLS = {
   '/__dev/par': (res, query) => {
@@ -723,6 +730,14 @@ const SIGN_IN_CONTROLS = {
     }
     [parMode, parHangMs] = [mode, ms];
     return sendJson(res, 200, { par_mode: mode, ms });
+  },
+  '/__dev/token-scope': (res, query) => {
+    const mode = query.get('mode') || 'listed';
+    if (!['listed', 'omitted'].includes(mode)) {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: 'mode must be listed|omitted' });
+    }
+    tokenScopeOmitted = mode === 'omitted';
+    return sendJson(res, 200, { token_scope: mode });
   },
   '/__dev/stale-auth-time': (res, query) => {
     const seconds = Number(query.get('seconds'));
@@ -763,6 +778,13 @@ function noteSignInParams(ctx) {
 }
 
 function signInRequestControls(oidcProvider) {
+  // Runs after the Keycloak-like token response middleware (registered later, so nested inside).
+  oidcProvider.use(async (ctx, next) => {
+    await next();
+    if (tokenScopeOmitted && ctx.oidc?.route === 'token' && ctx.body && typeof ctx.body === 'object') {
+      delete ctx.body.scope;
+    }
+  });
   oidcProvider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === ROUTES.pushed_authorization_request && await parFault(ctx)) return;
     try {
@@ -783,8 +805,8 @@ function signInRequestControls(oidcProvider) {
 
 const DISCOVERY_OMIT = (process.env.IDP_DISCOVERY_OMIT || '').split(',').map((s) => s.trim()).filter(Boolean);
 const SERVER_METADATA = process.env.IDP_SERVER_METADATA || 'appended';
-if (!['appended', 'rfc8414', 'both', 'off'].includes(SERVER_METADATA)) {
-  fail('IDP_SERVER_METADATA must be appended, rfc8414, both or off');
+if (!['appended', 'rfc8414', 'both', 'off', 'html'].includes(SERVER_METADATA)) {
+  fail('IDP_SERVER_METADATA must be appended, rfc8414, both, off or html');
 }
 const SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
@@ -798,14 +820,15 @@ function omitFromDiscovery(oidcProvider) {
   });
 }
 
-// RFC 8414 metadata where IDP_SERVER_METADATA says: false answers 404; the inserted form is served as
-// the provider's own appended route (same document, same absolute URLs).
+// RFC 8414 metadata where IDP_SERVER_METADATA says: false answers 404, 'html' the sign-in page; the
+// inserted form is served as the provider's own appended route (same document, same absolute URLs).
 function routeServerMetadata(req) {
   const path = (req.url || '').split('?')[0];
   const inserted = path === `${SERVER_METADATA_PATH}${REALM}`;
   const appended = path === `${REALM}${SERVER_METADATA_PATH}`;
   if (!inserted && !appended) return true;
   if (req.method !== 'OPTIONS') stats.server_metadata = (stats.server_metadata ?? 0) + 1;
+  if (SERVER_METADATA === 'html') return 'html';
   if (SERVER_METADATA === 'off' || (SERVER_METADATA !== 'both' && SERVER_METADATA !== (inserted ? 'rfc8414' : 'appended'))) {
     return false;
   }
@@ -927,7 +950,9 @@ async function loginActions(req, res, rest) {
 }
 
 async function handle(req, res) {
-  if (!routeServerMetadata(req)) return sendJson(res, 404, { error: 'not_found' });
+  const metadataRoute = routeServerMetadata(req);
+  if (!metadataRoute) return sendJson(res, 404, { error: 'not_found' });
+  if (metadataRoute === 'html') return sendHtml(res, 200, page('Sign in', '<p>Sign in to continue.</p>'));
   const url = new URL(req.url, 'http://dev-idp.invalid');
   const path = url.pathname;
   if (path.startsWith('/__dev/')) return devApi(req, res, path, url.searchParams);

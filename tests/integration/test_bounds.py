@@ -64,7 +64,7 @@ def test_sign_in_starts_are_limited_per_client_address_behind_the_proxy(make_app
     assert 0 < int(refused.headers["Retry-After"]) <= 60
     assert "too many requests from this address" in refused.get_data(as_text=True)
     assert client.get("/auth/login", headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 302
-    limit_keys = list(redis.scan_iter(match=f"{app.config['REDIS_KEY_PREFIX']}limits*"))
+    limit_keys = list(redis.scan_iter(match=f"{app.extensions['profile_poke'].store.keys.rate_limits()}:*"))
     assert limit_keys and all(redis.ttl(key) > 0 for key in limit_keys)
 
 

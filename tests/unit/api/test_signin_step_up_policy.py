@@ -101,7 +101,9 @@ def test_the_openapi_document_gives_the_poke_its_step_up_401(stub_issuer, fake_r
         redis=fake_redis,
     )
     paths = app.test_client().get("/api/v1/openapi.json").json["paths"]
-    poke_401 = paths["/pokes"]["post"]["responses"]["401"]["description"]
+    poke_401 = paths["/api/v1/pokes"]["post"]["responses"]["401"]["description"]
     assert "insufficient_user_authentication" in poke_401
     assert f"`{OTP}`" in poke_401 and "at most 300 s old" in poke_401
-    assert "insufficient_user_authentication" not in paths["/me/profile"]["get"]["responses"]["401"]["description"]
+    assert (
+        "insufficient_user_authentication" not in paths["/api/v1/me/profile"]["get"]["responses"]["401"]["description"]
+    )

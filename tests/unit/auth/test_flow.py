@@ -74,13 +74,19 @@ def id_tokens_with(op, **changes) -> None:
     ("granted", "message"),
     [
         ("openid svc:profile.private", "the identity provider did not grant svc:interact.poke, which this app needs"),
-        (None, "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
+        ("", "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
     ],
 )
 def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(app, op, client, fake_redis, granted, message):
     op.token_changes = {"scope": granted}
     assert refusal(sign_in(client)) == (403, message)
     assert fake_redis.keys("*:tokens:*") == []
+
+
+def test_a_token_response_without_scope_grants_what_the_sign_in_asked_for(app, op, client):
+    op.token_changes = {"scope": None}  # left out, as RFC 6749 5.1 allows when it is the scope requested
+    assert sign_in(client).status_code == 302
+    assert client.get("/auth/session").json["scopes"] == sorted(app.config["OIDC_SCOPES"].split())
 
 
 @pytest.mark.parametrize("access_token", [None, 42])

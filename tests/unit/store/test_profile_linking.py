@@ -5,7 +5,8 @@ import pytest
 
 from app import create_app
 from app.extensions import services
-from app.store import profiles
+from app.store import subject_links
+from app.store.profile_import import ImportRecord
 from app.store.profiles import Profile, normalize_username
 from config import Config
 from tests.helpers.settings import app_env
@@ -119,13 +120,12 @@ def test_integer_scores_come_back_as_integers(stub_issuer, fake_redis):
 def test_a_relink_by_the_operator_reaches_a_running_process_within_the_link_memory(
     stub_issuer, fake_redis, monkeypatch
 ):
-    monkeypatch.setattr(profiles, "LINK_MEMORY_SECONDS", 0)  # as if the memory had run out
+    monkeypatch.setattr(subject_links, "LINK_MEMORY_SECONDS", 0)  # as if the memory had run out
     app = make_app(stub_issuer, fake_redis, REDIS_KEY_PREFIX="relink:")
     assert call(app, stub_issuer, sub="alice-sub").status_code == 200  # this process now remembers the link
     operator = create_app(Config(app_env(stub_issuer.issuer, REDIS_KEY_PREFIX="relink:")), redis=fake_redis)
     with operator.app_context():  # what `users import --relink` does, in another process
-        relinked = Profile("alice", "@alice", "Alice", sub="alice-new-sub")
-        services().store.profiles.put(relinked, replaced_sub="alice-sub")
+        services().store.profile_import.run([ImportRecord("alice", {}, "alice-new-sub")], relink=True)
     response = call(app, stub_issuer, sub="alice-sub", preferred_username="alice")
     assert response.status_code == 403
     assert response.json["error"]["message"] == "this account's username belongs to another account"
