@@ -210,6 +210,8 @@ class Config:
         self.METRICS_TOKEN = env.get("METRICS_TOKEN") or None
         # The SDK reads its other OTEL_* variables itself; without an endpoint nothing is set up at all.
         self.OTEL_TRACES_URL = _traces_url(env)
+        # Unset, traces propagate as W3C traceparent only: the SDK's default would also forward a client's baggage.
+        self.OTEL_PROPAGATORS = env.get("OTEL_PROPAGATORS", "").strip() or None
 
     def _required(self, name: str) -> str:
         value = self._env.get(name, "").strip()

@@ -37,6 +37,8 @@ reuse_port = True
 # The app writes one JSON line per request itself (app/logs.py); gunicorn adds only its own events.
 accesslog = None
 errorlog = "-"
+# gunicorn's own lines (a failed request's, a malformed request line, an access log) without query strings.
+logger_class = "gunicorn_logger.Logger"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Forwarded headers are trusted only from the configured proxies (Heroku's router: FORWARDED_ALLOW_IPS=*).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -95,6 +95,23 @@ def configure_logging(app: Flask) -> None:
         app.after_request(_request_id_header)
 
 
+class _Stderr:
+    """sys.stderr as it is when a line is written (a test runner replaces it while a command runs)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def log_to_stderr() -> None:
+    """Write this process's log and audit lines to stderr: a `flask users` command's stdout is its output."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, JsonFormatter):
+            handler.setStream(_Stderr())
+
+
 def _request_id_header(response):
     response.headers[REQUEST_ID] = request_id()
     return response

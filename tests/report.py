@@ -116,7 +116,22 @@ SECTIONS = [
      "traceparent continued and one sent to the provider, the trace id in log lines, no secret in any attribute; "
      "off and free without an endpoint"),
     ("tests/unit/test_tracing_setup.py", "Traces (OpenTelemetry)", ""),
-    ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
+    ("tests/integration/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
+     "the shipped gunicorn config with parentbased_traceidratio 0.1: unsampled and sampled callers, then plain "
+     "requests to every thread of both workers, all answered; gunicorn's own lines (access log, malformed request "
+     "line) without a query; every header captured: only the allow-list kept, the login's and form sign-out's "
+     "redirects without their query, a caller's baggage neither recorded nor sent to the provider"),
+    ("tests/unit/test_traced_app.py", "Tracing never fails a request; spans carry only what is allowed",
+     ""),
+    ("tests/integration/test_cli", "Operator commands (flask users)",
+     "the README's way beside make dev: make dev's env file sourced in a real bash; output alone on stdout "
+     "(JSON that parses), audit lines on stderr; a configuration error one line naming the setting, exit 2; "
+     "refusals exit 1 with nothing written, an unreachable Redis one line; import progress on a terminal (a pty) "
+     "and none when piped"),
+    ("tests/integration/test_import_batches.py", "Operator commands (flask users)",
+     "2,000 records in a few round trips per batch; a record refused in a later batch undoes the earlier "
+     "batches and its own"),
+    ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
 # (test_robust_<subject>...) wherever the test lives, before the path prefixes above.

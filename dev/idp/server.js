@@ -85,7 +85,7 @@
 //   request (endpoint `par`) and each authorization request (endpoint `authorization`, with `pushed`
 //   true when it came through a request_uri) (the last 50; never state, nonce or code_challenge)
 //   /__dev/stats also lists, under `traceparents`, the W3C traceparent header of each realm request
-//   that carried one ({path, traceparent}, the last 200), for the tracing tests; reset empties it
+//   that carried one ({path, traceparent, baggage}, the last 200), for the tracing tests; reset empties it
 //
 // On listening it prints `dev-idp ready issuer=<issuer>`; SIGTERM/SIGINT stop it with exit code 0.
 
@@ -1028,14 +1028,16 @@ const server = http.createServer((req, res) => {
 // ---------------------------------------------------------------------------- traceparent record
 
 // Self-contained: a listener that runs before the main one and notes every incoming traceparent
-// header (never a query string) in the stats, which a reset replaces and so empties.
+// header, and the baggage header beside it (null when none), never a query string, in the stats,
+// which a reset replaces and so empties.
 const TRACEPARENTS_KEPT = 200;
 server.prependListener('request', (req) => {
   const traceparent = req.headers.traceparent;
   const path = (req.url || '').split('?')[0];
   if (!traceparent || path.startsWith('/__dev/')) return;
   stats.traceparents ??= [];
-  stats.traceparents.push({ path, traceparent: String(traceparent) });
+  const baggage = req.headers.baggage === undefined ? null : String(req.headers.baggage);
+  stats.traceparents.push({ path, traceparent: String(traceparent), baggage });
   if (stats.traceparents.length > TRACEPARENTS_KEPT) stats.traceparents.shift();
 });
 
