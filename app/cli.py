@@ -19,7 +19,7 @@ from tqdm import tqdm
 from .api.schemas import JsonNumber
 from .audit import audit
 from .extensions import services
-from .logs import log_to_stderr
+from .logs import logs_on_stderr
 from .store.profile_import import ImportRecord, ImportRefused
 from .store.profiles import normalize_username
 
@@ -34,16 +34,18 @@ class ConfigProblem(click.ClickException):
 
 
 class UsersGroup(AppGroup):
-    """The `users` commands, a Redis failure ending any of them with one line (exit 1), not a traceback."""
+    """The `users` commands: their log and audit lines on stderr, and a Redis failure ending any of them with
+    one line (exit 1), not a traceback."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with logs_on_stderr():
+                return super().invoke(ctx)
         except redis.RedisError as error:
             raise click.ClickException(f"Redis: {type(error).__name__}: {error}") from None
 
 
-users_cli = UsersGroup("users", help="Manage user profiles.", callback=log_to_stderr)
+users_cli = UsersGroup("users", help="Manage user profiles.")
 
 
 class ProfileRecordSchema(Schema):

@@ -12,6 +12,7 @@ import re
 import secrets
 import sys
 import time
+from contextlib import contextmanager
 
 from flask import Flask, g, has_request_context, request
 
@@ -105,11 +106,23 @@ class _Stderr:
         sys.stderr.flush()
 
 
-def log_to_stderr() -> None:
-    """Write this process's log and audit lines to stderr: a `flask users` command's stdout is its output."""
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, JsonFormatter):
-            handler.setStream(_Stderr())
+@contextmanager
+def logs_on_stderr():
+    """This process's log and audit lines on stderr while the block runs (a `flask users` command's stdout
+    is its output), and back where they were after it."""
+    handlers = [
+        handler
+        for handler in logging.getLogger().handlers
+        if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, JsonFormatter)
+    ]
+    streams = [handler.stream for handler in handlers]
+    for handler in handlers:
+        handler.setStream(_Stderr())
+    try:
+        yield
+    finally:
+        for handler, stream in zip(handlers, streams, strict=True):
+            handler.setStream(stream)
 
 
 def _request_id_header(response):

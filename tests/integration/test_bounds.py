@@ -47,7 +47,7 @@ def test_a_browser_has_at_most_five_pending_sign_ins_and_the_oldest_goes_first(m
     assert list(login_cookie(client, state_of(starts[-1])).values()) == [USED_UP]  # a reload reads "used"
     # Eight sign-ins started, one finished: Redis holds its used state, its session and two rate-limit windows.
     added = sorted(key.split(":")[1] for key in keys_of(app) if key not in before)
-    assert added == ["limits", "limits", "login-used", "session", "sessions", "sessions-of", "tokens"]
+    assert added == ["limits", "limits", "login-used", "session", "session-end", "sessions", "sessions-of", "tokens"]
 
 
 def test_a_return_to_over_512_characters_signs_in_to_the_root(app):
