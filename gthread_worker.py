@@ -1,44 +1,269 @@
-"""gunicorn's gthread worker with the lingering close of a connection taken off the worker's main loop.
+"""gunicorn's gthread worker, where slow clients cost no thread and a stop is never held by one.
 
-gunicorn 27 closes a connection it will not keep (the client asked for `Connection: close`, or the
-worker is stopping) by half-closing it and waiting up to 2 s for the client to close too
-(`util.close_graceful`, RFC 9112 section 9.6), on the main thread that accepts and polls for every
-connection of the worker. A client that keeps its socket open after such an answer stalls the whole
-worker for 2 s: 30 of them held new connections for up to 6 s and answers for 15 s
-(docs/performance.md, "Server choice"). Here the half-closed socket waits on the worker's poller
-instead, and is closed when the client closes, after 64 KiB of drained input, or after 2 s.
+- **A request reaches a thread only once it has all arrived.** gunicorn 27 hands each new connection
+  to a thread that waits up to 5 s for a first byte, then reads with no timeout: 24 silent connections
+  delayed a request by 15 s, and 8 that stalled mid-headers or mid-body stopped the worker for as
+  long as they stayed open. Here the poller reads what a connection sends (request_buffer.py says when
+  a request is whole) and a thread parses it from memory, never from the socket. The request line and
+  headers must arrive within `header_timeout` (counted from the accept for a new connection, from the
+  first byte of the next request on a kept-alive one), the body within `body_timeout` after them;
+  past either the client gets 408, or no answer if it sent nothing, and the connection closes.
+- **A closing connection lingers on the poller.** gunicorn closes a connection it will not keep by
+  half-closing it and waiting up to 2 s for the client to close too (RFC 9112 section 9.6), on the
+  main loop: 30 clients keeping their sockets held new connections for 6 s and answers for 15 s
+  (docs/performance.md, "Server choice"). Here the socket waits on the poller and closes when the
+  client closes, after 64 KiB of drained input, or after 2 s.
+- **Request threads never hold the exit.** gthread ends with `shutdown(wait=False)`, but since Python
+  3.9 concurrent.futures joins its threads at exit all the same, without a timeout: a stopped worker
+  whose thread was blocked (on a client that stopped sending, before this worker) waited on that
+  join for ever, and TERM could not move it. Here the threads are daemon threads: a stop serves
+  what is in flight for up to graceful_timeout and then the process ends.
 """
 
 import contextlib
+import errno
+import queue
 import selectors
 import socket
+import threading
 import time
 from collections import deque
+from concurrent.futures import Future
 from functools import partial
 
-from gunicorn import util
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn import http, util
+from gunicorn.http.errors import NoMoreData
+from gunicorn.http.unreader import Unreader
+from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
+
+from request_buffer import Outcome, RequestBuffer
 
 LINGER_S = 2.0
 MAX_DRAIN = 65536
+READ_SIZE = 65536
+# A thread writing an answer the client does not read gives up after this long.
+SEND_TIMEOUT_S = 10.0
+# Used when the app names no MAX_CONTENT_LENGTH; larger bodies are refused unread.
+DEFAULT_MAX_BODY = 65536
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+REASONS = {408: "Request Timeout", 400: "Bad Request", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
+
+
+def refusal(status: int) -> bytes:
+    """The whole answer the poller sends when it refuses a request itself."""
+    return f"HTTP/1.1 {status} {REASONS[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".encode()
+
+
+def with_deadlines(*, header_timeout: float, body_timeout: float) -> type:
+    """This worker with these request deadlines (seconds), as gunicorn.conf.py configures it."""
+    return type("Worker", (Worker,), {"header_timeout": header_timeout, "body_timeout": body_timeout})
+
+
+class Gathered(Unreader):
+    """A request the poller has read: the thread parses it from here and never reads the socket."""
+
+    def chunk(self, size_hint=None):
+        raise NoMoreData()
+
+
+class Connection(TConn):
+    """gthread's connection, with the request the poller is gathering for it."""
+
+    def __init__(self, cfg, sock, client, server, max_body: int):
+        super().__init__(cfg, sock, client, server)
+        self.parser = http.get_parser(cfg, sock, client)
+        self.parser.unreader = Gathered()
+        self.data_ready = True  # gthread's handle() must not wait for bytes: they are here
+        self.request = RequestBuffer(max_body)
+        self.max_body = max_body
+        self.deadline = None  # while the poller gathers a request
+        self.idle = False  # kept alive, between requests
+        self.body_unread = False
+
+    def init(self):
+        """As gthread's (which runs before each request), with a bound on each write of the answer."""
+        super().init()
+        self.sock.settimeout(SEND_TIMEOUT_S)
+
+
+class DaemonThreads:
+    """The worker's request threads, which the interpreter does not wait for when the process ends."""
+
+    def __init__(self, count: int):
+        self.jobs = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._work, name=f"request-{n}", daemon=True) for n in range(count)]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, function, *args) -> Future:
+        """Run `function(*args)` on a free thread; the future holds its result."""
+        future = Future()
+        self.jobs.put((future, function, args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        """Let each thread end once the jobs queued before have run."""
+        for _ in self.threads:
+            self.jobs.put(None)
+
+    def _work(self):
+        while (job := self.jobs.get()) is not None:
+            future, function, args = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(function(*args))
+                except BaseException as error:
+                    future.set_exception(error)
 
 
 class Worker(ThreadWorker):
-    """gthread, lingering on closed connections without blocking the main loop."""
+    """gthread, reading requests on its poller, lingering on closed connections there, and stoppable."""
+
+    header_timeout = 10.0
+    body_timeout = 10.0
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.lingering = deque()
+        # (deadline, connection) in deadline order, one queue per timeout; an entry whose connection
+        # has moved on since (its deadline changed) is skipped.
+        self.heads = deque()
+        self.bodies = deque()
+        self.heads_capped = False
+        self.max_body = DEFAULT_MAX_BODY
+
+    @classmethod
+    def check_config(cls, cfg, log):
+        """gthread's checks, and refuse what this worker does not read on its poller: TLS, HTTP/2, PROXY."""
+        super().check_config(cfg, log)
+        if cfg.is_ssl or cfg.http2_cleartext != "off" or cfg.proxy_protocol != "off":
+            raise RuntimeError("gthread_worker serves plain HTTP/1.1: terminate TLS and HTTP/2 in front of it")
+
+    def get_thread_pool(self):
+        return DaemonThreads(self.cfg.threads)
+
+    def run(self):
+        self.max_body = getattr(self.wsgi, "config", {}).get("MAX_CONTENT_LENGTH") or DEFAULT_MAX_BODY
+        super().run()
+
+    def accept(self, listener):
+        """Take a new connection; its request must arrive within header_timeout from now."""
+        try:
+            sock, client = listener.accept()
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = Connection(self.cfg, sock, client, listener.getsockname(), self.max_body)
+        self._wait(conn, self.heads, self.header_timeout)
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+
+    def _wait(self, conn, deadlines, timeout):
+        conn.deadline = time.monotonic() + timeout
+        deadlines.append((conn.deadline, conn))
+
+    def _readable(self, conn, sock):
+        """Read what the client sent; hand the request to a thread once it is whole."""
+        try:
+            data = sock.recv(READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+            return
+        if conn.idle:
+            self.keepalived_conns.remove(conn)
+            conn.idle = False
+            self._wait(conn, self.heads, self.header_timeout)
+        self._gather(conn, data)
+
+    def _gather(self, conn, data):
+        had_head = conn.request.has_head
+        outcome = conn.request.feed(data)
+        if outcome is None:
+            if conn.request.has_head and not had_head:
+                self._wait(conn, self.bodies, self.body_timeout)
+                if conn.request.expects_continue:
+                    self._send(conn, CONTINUE)
+            return
+        self.poller.unregister(conn.sock)
+        conn.deadline = None
+        if outcome in (Outcome.SERVE, Outcome.SERVE_HEAD):
+            conn.body_unread = outcome is Outcome.SERVE_HEAD
+            conn.parser.unreader.unread(bytes(conn.request.data))
+            conn.request = None
+            self.enqueue_req(conn)
+        else:
+            self._refuse(conn, outcome.value)
+
+    def _send(self, conn, answer: bytes) -> bool:
+        """Send a short answer without blocking the main loop; whether all of it went."""
+        try:
+            return conn.sock.send(answer) == len(answer)
+        except OSError:
+            return False
+
+    def _refuse(self, conn, status: int):
+        """Answer `status` from the poller and close, lingering."""
+        self._send(conn, refusal(status))
+        self._linger(conn)
+
+    def _drop(self, conn):
+        """Close a connection whose client has gone."""
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(conn.sock)
+        if conn.idle:
+            self.keepalived_conns.remove(conn)
+        conn.deadline = None
+        self.nr_conns -= 1
+        util.close(conn.sock)
+
+    def handle_request(self, req, conn):
+        """gthread's, after the poller has read the body (or the app refuses it unread, then the
+        connection closes); a client that stops reading its answer has its connection closed."""
+        req._expected_100_continue = False  # the poller said 100 Continue if the client waited for it
+        if conn.body_unread:
+            req.force_close()
+        try:
+            return super().handle_request(req, conn)
+        except TimeoutError:
+            self.log.info("Closing a connection whose client read no answer for %s s", SEND_TIMEOUT_S)
+            return False
+
+    def _keepalive_after(self, conn, keepalive):
+        return False if conn.body_unread else super()._keepalive_after(conn, keepalive)
 
     def finish_request(self, conn, fs):
-        """As gthread's, except that a connection it would close gracefully lingers on the poller."""
+        """Back from a thread: wait on the poller for the next request, or close lingering."""
         try:
-            closing = not fs.cancelled() and fs.result() is False
+            keep = not fs.cancelled() and fs.result() is True
         except Exception:
-            closing = False  # gthread's own path closes it at once
-        if not closing:
-            super().finish_request(conn, fs)
+            self.nr_conns -= 1
+            util.close(conn.sock)
             return
+        if not keep:
+            self._linger(conn)
+            return
+        conn.sock.setblocking(False)
+        conn.request = RequestBuffer(conn.max_body)
+        conn.body_unread = False
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+        pipelined = conn.parser.unreader.take_buffered()
+        if pipelined:
+            self._wait(conn, self.heads, self.header_timeout)
+            self._gather(conn, pipelined)
+            return
+        conn.idle = True
+        conn.set_timeout()
+        if not self.alive:
+            conn.timeout = min(conn.timeout, time.monotonic() + STOP_KEEPALIVE_LINGER)
+        self.keepalived_conns.append(conn)
+
+    def _linger(self, conn):
+        """Half-close and wait on the poller for the client to close (see the module's docstring)."""
         try:
             conn.sock.shutdown(socket.SHUT_WR)
             conn.sock.setblocking(False)
@@ -71,7 +296,8 @@ class Worker(ThreadWorker):
         util.close(conn.sock)
 
     def murder_keepalived(self, force=False):
-        """gthread's expiry of kept-alive connections, and of lingering ones past their 2 s."""
+        """gthread's expiry of kept-alive connections; then of lingering ones past their 2 s, and of
+        requests past their deadline (a stop gives a request that has not begun 2 s more at most)."""
         super().murder_keepalived(force)
         now = time.monotonic()
         while self.lingering:
@@ -81,3 +307,29 @@ class Worker(ThreadWorker):
             self.lingering.popleft()
             if conn.linger_until is not None:
                 self._closed(conn)
+        if not self.alive and not self.heads_capped:
+            self.heads_capped = True
+            self._cap_heads(now + STOP_KEEPALIVE_LINGER)
+        for deadlines in (self.heads, self.bodies):
+            while deadlines and deadlines[0][0] <= now:
+                deadline, conn = deadlines.popleft()
+                if conn.deadline == deadline:
+                    self._time_out(conn)
+
+    def _cap_heads(self, cap):
+        capped = deque()
+        for deadline, conn in self.heads:
+            if conn.deadline == deadline:
+                conn.deadline = min(deadline, cap)
+                capped.append((conn.deadline, conn))
+        self.heads = capped
+
+    def _time_out(self, conn):
+        """Close a connection past its deadline: 408 if its request had begun."""
+        self.poller.unregister(conn.sock)
+        conn.deadline = None
+        if conn.request.data:
+            self._refuse(conn, 408)
+        else:
+            self.nr_conns -= 1
+            util.close(conn.sock)
