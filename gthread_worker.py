@@ -1,119 +1,49 @@
-"""gunicorn's gthread worker, where slow clients cost no thread and a stop is never held by one.
+"""gunicorn's gthread worker, where slow clients cost no thread and a stop never waits on one (its
+request threads are daemon threads, request_threads.py).
 
 - **A request reaches a thread only once it has all arrived.** gunicorn 27 hands each new connection
   to a thread that waits up to 5 s for a first byte, then reads with no timeout: 24 silent connections
-  delayed a request by 15 s, and 8 that stalled mid-headers or mid-body stopped the worker for as
-  long as they stayed open. Here the poller reads what a connection sends (request_buffer.py says when
-  a request is whole) and a thread parses it from memory, never from the socket. The request line and
-  headers must arrive within `header_timeout` (counted from the accept for a new connection, from the
-  first byte of the next request on a kept-alive one), the body within `body_timeout` after them;
-  past either the client gets 408, or no answer if it sent nothing, and the connection closes.
-- **A closing connection lingers on the poller.** gunicorn closes a connection it will not keep by
-  half-closing it and waiting up to 2 s for the client to close too (RFC 9112 section 9.6), on the
-  main loop: 30 clients keeping their sockets held new connections for 6 s and answers for 15 s
-  (docs/performance.md, "Server choice"). Here the socket waits on the poller and closes when the
-  client closes, after 64 KiB of drained input, or after 2 s.
-- **Request threads never hold the exit.** gthread ends with `shutdown(wait=False)`, but since Python
-  3.9 concurrent.futures joins its threads at exit all the same, without a timeout: a stopped worker
-  whose thread was blocked (on a client that stopped sending, before this worker) waited on that
-  join for ever, and TERM could not move it. Here the threads are daemon threads: a stop serves
-  what is in flight for up to graceful_timeout and then the process ends.
+  delayed a request by 15 s, and 8 that stalled mid-headers or mid-body stopped the worker. Here the
+  poller reads what a connection sends (request_buffer.py says when a request is whole) and a thread
+  parses it from memory. The request line and headers must arrive within `header_timeout` (from the
+  accept, or from the first byte of the next request on a kept-alive connection), the body within
+  `body_timeout` after them; past either the client gets 408 (nothing if it sent nothing) and the
+  connection closes.
+- **A closing connection lingers on the poller**, not on gunicorn's main loop, where 30 clients keeping
+  their sockets held new connections for 6 s (docs/performance.md, "Server choice"): it closes when
+  the client closes too (RFC 9112 section 9.6), after 64 KiB drained, or after 2 s.
 """
 
 import contextlib
 import errno
-import queue
 import selectors
 import socket
-import threading
 import time
 from collections import deque
-from concurrent.futures import Future
 from functools import partial
 
-from gunicorn import http, util
-from gunicorn.http.errors import NoMoreData
-from gunicorn.http.unreader import Unreader
-from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
+from gunicorn import util
+from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, ThreadWorker
 
 from request_buffer import Outcome, RequestBuffer
+from request_threads import SEND_TIMEOUT_S, Connection, DaemonThreads
 
 LINGER_S = 2.0
 MAX_DRAIN = 65536
 READ_SIZE = 65536
-# A thread writing an answer the client does not read gives up after this long.
-SEND_TIMEOUT_S = 10.0
-# Used when the app names no MAX_CONTENT_LENGTH; larger bodies are refused unread.
-DEFAULT_MAX_BODY = 65536
+DEFAULT_MAX_BODY = 65536  # when the app names no MAX_CONTENT_LENGTH
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-REASONS = {408: "Request Timeout", 400: "Bad Request", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
-
-
-def refusal(status: int) -> bytes:
-    """The whole answer the poller sends when it refuses a request itself."""
-    return f"HTTP/1.1 {status} {REASONS[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".encode()
+# The whole answer the poller sends when it refuses a request itself.
+REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
+REFUSALS = {
+    status: f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".encode()
+    for status, reason in REASONS.items()
+}
 
 
 def with_deadlines(*, header_timeout: float, body_timeout: float) -> type:
     """This worker with these request deadlines (seconds), as gunicorn.conf.py configures it."""
     return type("Worker", (Worker,), {"header_timeout": header_timeout, "body_timeout": body_timeout})
-
-
-class Gathered(Unreader):
-    """A request the poller has read: the thread parses it from here and never reads the socket."""
-
-    def chunk(self, size_hint=None):
-        raise NoMoreData()
-
-
-class Connection(TConn):
-    """gthread's connection, with the request the poller is gathering for it."""
-
-    def __init__(self, cfg, sock, client, server, max_body: int):
-        super().__init__(cfg, sock, client, server)
-        self.parser = http.get_parser(cfg, sock, client)
-        self.parser.unreader = Gathered()
-        self.data_ready = True  # gthread's handle() must not wait for bytes: they are here
-        self.request = RequestBuffer(max_body)
-        self.max_body = max_body
-        self.deadline = None  # while the poller gathers a request
-        self.idle = False  # kept alive, between requests
-        self.body_unread = False
-
-    def init(self):
-        """As gthread's (which runs before each request), with a bound on each write of the answer."""
-        super().init()
-        self.sock.settimeout(SEND_TIMEOUT_S)
-
-
-class DaemonThreads:
-    """The worker's request threads, which the interpreter does not wait for when the process ends."""
-
-    def __init__(self, count: int):
-        self.jobs = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._work, name=f"request-{n}", daemon=True) for n in range(count)]
-        for thread in self.threads:
-            thread.start()
-
-    def submit(self, function, *args) -> Future:
-        """Run `function(*args)` on a free thread; the future holds its result."""
-        future = Future()
-        self.jobs.put((future, function, args))
-        return future
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        """Let each thread end once the jobs queued before have run."""
-        for _ in self.threads:
-            self.jobs.put(None)
-
-    def _work(self):
-        while (job := self.jobs.get()) is not None:
-            future, function, args = job
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(function(*args))
-                except BaseException as error:
-                    future.set_exception(error)
 
 
 class Worker(ThreadWorker):
@@ -125,10 +55,8 @@ class Worker(ThreadWorker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.lingering = deque()
-        # (deadline, connection) in deadline order, one queue per timeout; an entry whose connection
-        # has moved on since (its deadline changed) is skipped.
-        self.heads = deque()
-        self.bodies = deque()
+        # (deadline, connection) in deadline order, one queue per timeout; stale entries are skipped.
+        self.heads, self.bodies = deque(), deque()
         self.heads_capped = False
         self.max_body = DEFAULT_MAX_BODY
 
@@ -160,6 +88,7 @@ class Worker(ThreadWorker):
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
 
     def _wait(self, conn, deadlines, timeout):
+        """The connection waits on the poller until `timeout` from now."""
         conn.deadline = time.monotonic() + timeout
         deadlines.append((conn.deadline, conn))
 
@@ -172,15 +101,15 @@ class Worker(ThreadWorker):
         except OSError:
             data = b""
         if not data:
-            self._drop(conn)
+            self._close(conn)
             return
         if conn.idle:
             self.keepalived_conns.remove(conn)
             conn.idle = False
-            self._wait(conn, self.heads, self.header_timeout)
         self._gather(conn, data)
 
     def _gather(self, conn, data):
+        """Add `data` to the request: to a thread once whole, refused, or awaited until its deadline."""
         had_head = conn.request.has_head
         outcome = conn.request.feed(data)
         if outcome is None:
@@ -188,6 +117,8 @@ class Worker(ThreadWorker):
                 self._wait(conn, self.bodies, self.body_timeout)
                 if conn.request.expects_continue:
                     self._send(conn, CONTINUE)
+            elif conn.deadline is None:  # the first bytes of the next request on a kept-alive connection
+                self._wait(conn, self.heads, self.header_timeout)
             return
         self.poller.unregister(conn.sock)
         conn.deadline = None
@@ -208,22 +139,21 @@ class Worker(ThreadWorker):
 
     def _refuse(self, conn, status: int):
         """Answer `status` from the poller and close, lingering."""
-        self._send(conn, refusal(status))
+        self._send(conn, REFUSALS[status])
         self._linger(conn)
 
-    def _drop(self, conn):
-        """Close a connection whose client has gone."""
+    def _close(self, conn):
+        """Close a connection for good, wherever it waits."""
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.poller.unregister(conn.sock)
         if conn.idle:
             self.keepalived_conns.remove(conn)
-        conn.deadline = None
+        conn.deadline = conn.linger_until = None
         self.nr_conns -= 1
         util.close(conn.sock)
 
     def handle_request(self, req, conn):
-        """gthread's, after the poller has read the body (or the app refuses it unread, then the
-        connection closes); a client that stops reading its answer has its connection closed."""
+        """gthread's; closing the connection after a body left unread or an answer the client did not read."""
         req._expected_100_continue = False  # the poller said 100 Continue if the client waited for it
         if conn.body_unread:
             req.force_close()
@@ -241,8 +171,7 @@ class Worker(ThreadWorker):
         try:
             keep = not fs.cancelled() and fs.result() is True
         except Exception:
-            self.nr_conns -= 1
-            util.close(conn.sock)
+            self._close(conn)
             return
         if not keep:
             self._linger(conn)
@@ -253,7 +182,6 @@ class Worker(ThreadWorker):
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
         pipelined = conn.parser.unreader.take_buffered()
         if pipelined:
-            self._wait(conn, self.heads, self.header_timeout)
             self._gather(conn, pipelined)
             return
         conn.idle = True
@@ -269,7 +197,7 @@ class Worker(ThreadWorker):
             conn.sock.setblocking(False)
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._drain, conn))
         except (OSError, ValueError):
-            self._closed(conn, registered=False)
+            self._close(conn)
             return
         conn.drained, conn.linger_until = 0, time.monotonic() + LINGER_S
         self.lingering.append(conn)
@@ -284,16 +212,7 @@ class Worker(ThreadWorker):
             data = b""
         conn.drained += len(data)
         if not data or conn.drained >= MAX_DRAIN:
-            self._closed(conn)
-
-    def _closed(self, conn, registered=True):
-        """Close a lingering connection for good."""
-        if registered:
-            with contextlib.suppress(KeyError, ValueError, OSError):
-                self.poller.unregister(conn.sock)
-        conn.linger_until = None
-        self.nr_conns -= 1
-        util.close(conn.sock)
+            self._close(conn)
 
     def murder_keepalived(self, force=False):
         """gthread's expiry of kept-alive connections; then of lingering ones past their 2 s, and of
@@ -306,30 +225,25 @@ class Worker(ThreadWorker):
                 break
             self.lingering.popleft()
             if conn.linger_until is not None:
-                self._closed(conn)
+                self._close(conn)
         if not self.alive and not self.heads_capped:
-            self.heads_capped = True
-            self._cap_heads(now + STOP_KEEPALIVE_LINGER)
+            # Capped alike, the live entries stay in deadline order.
+            cap, self.heads_capped = now + STOP_KEEPALIVE_LINGER, True
+            live = [conn for deadline, conn in self.heads if conn.deadline == deadline]
+            for conn in live:
+                conn.deadline = min(conn.deadline, cap)
+            self.heads = deque((conn.deadline, conn) for conn in live)
         for deadlines in (self.heads, self.bodies):
             while deadlines and deadlines[0][0] <= now:
                 deadline, conn = deadlines.popleft()
                 if conn.deadline == deadline:
                     self._time_out(conn)
 
-    def _cap_heads(self, cap):
-        capped = deque()
-        for deadline, conn in self.heads:
-            if conn.deadline == deadline:
-                conn.deadline = min(deadline, cap)
-                capped.append((conn.deadline, conn))
-        self.heads = capped
-
     def _time_out(self, conn):
         """Close a connection past its deadline: 408 if its request had begun."""
-        self.poller.unregister(conn.sock)
-        conn.deadline = None
         if conn.request.data:
+            self.poller.unregister(conn.sock)
+            conn.deadline = None
             self._refuse(conn, 408)
         else:
-            self.nr_conns -= 1
-            util.close(conn.sock)
+            self._close(conn)

@@ -50,26 +50,27 @@ class RequestBuffer:
             if end < 0:
                 return Outcome.HEAD_TOO_LARGE if len(self.data) > MAX_HEAD else None
             self.body_start = end + len(HEAD_END)
-            refused = self._read_framing(bytes(self.data[: end + 2]))
+            refused = self._read_framing(end + 2)
             if refused:
                 return refused
         if self.chunks is not None:
             return self.chunks.scan(self.data)
         return Outcome.SERVE if len(self.data) - self.body_start >= self.body_length else None
 
-    def _read_framing(self, head: bytes) -> Outcome | None:
-        """Learn how the body is framed, as gunicorn's Message.set_body_reader does; SERVE_HEAD for a body
-        gunicorn or the app refuses without reading it (they answer; the connection then closes)."""
+    def _read_framing(self, head_end: int) -> Outcome | None:
+        """Learn how the body is framed from the head (the first `head_end` bytes), as gunicorn's
+        Message.set_body_reader does; SERVE_HEAD for a body gunicorn or the app refuses without reading
+        it (they answer; the connection then closes)."""
         lengths, codings = [], []
-        request_line = head.lstrip(b"\r\n").split(b"\r\n", 1)[0]
-        for name, value in FRAMING_FIELD.findall(head):
-            name, value = name.lower(), value.strip(b" \t")
+        for name, value in FRAMING_FIELD.findall(self.data, 0, head_end):
+            name, value = name.lower(), bytes(value.strip(b" \t"))
             if name == b"content-length":
                 lengths.append(value)
             elif name == b"transfer-encoding":
                 codings += [coding.strip(b" \t").lower() for coding in value.split(b",")]
             else:
                 # gunicorn ignores the expectation in an HTTP/1.0 request (RFC 9110 section 10.1.1).
+                request_line = self.data.lstrip(b"\r\n").split(b"\r\n", 1)[0]
                 self.expects_continue = value.lower() == b"100-continue" and request_line.endswith(b" HTTP/1.1")
         if codings:
             if codings[-1] != b"chunked" or lengths:

@@ -11,8 +11,8 @@ from gunicorn.config import Config
 from gunicorn.http.errors import NoMoreData
 from gunicorn.http.parser import RequestParser
 
-from gthread_worker import Gathered
 from request_buffer import MAX_HEAD, Outcome, RequestBuffer
+from request_threads import Gathered
 
 MAX_BODY = 1000
 HEAD = b"POST /auth/backchannel-logout HTTP/1.1\r\nHost: app\r\n"
