@@ -1,7 +1,7 @@
 """The poller's view of a request (request_buffer.py) agrees with gunicorn's parser: a request it calls
 whole, gunicorn reads to its end from those bytes alone (the thread never waits on the client), one
 byte less is not whole, and what gunicorn would refuse unread is handed on at once; plus the settings
-that bound it (gunicorn.conf.py)."""
+that bound it (gunicorn.conf.py), and what the worker will not start with (TLS, HTTP/2, PROXY)."""
 
 import runpy
 from pathlib import Path
@@ -11,6 +11,7 @@ from gunicorn.config import Config
 from gunicorn.http.errors import NoMoreData
 from gunicorn.http.parser import RequestParser
 
+from gthread_worker import Worker
 from request_buffer import MAX_HEAD, Outcome, RequestBuffer
 from request_threads import Gathered
 
@@ -129,3 +130,13 @@ def test_the_request_deadlines_default_to_ten_seconds_and_follow_the_environment
 def test_a_request_deadline_that_is_no_positive_number_stops_the_start_naming_it(monkeypatch, value):
     with pytest.raises(SystemExit, match=f"REQUEST_BODY_TIMEOUT must be a positive number of seconds, not '{value}'"):
         gunicorn_settings(monkeypatch, REQUEST_BODY_TIMEOUT=value)
+
+
+@pytest.mark.parametrize(
+    "setting", [("certfile", "cert.pem"), ("http2_cleartext", "both"), ("proxy_protocol", "v1")], ids=lambda s: s[0]
+)
+def test_the_worker_refuses_to_start_with_what_its_poller_cannot_read(setting):
+    config = Config()
+    config.set(*setting)
+    with pytest.raises(RuntimeError, match=r"gthread_worker serves plain HTTP/1\.1"):
+        Worker.check_config(config, None)
