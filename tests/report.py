@@ -83,6 +83,14 @@ SECTIONS = [
     ("tests/integration/test_server_keepalive.py", "Keep-alive clients",
      "200 idle kept-alive connections hold up no request and no stop, nor do clients that keep their socket "
      "after Connection: close; 50 racing pokes under the shipped config"),
+    ("tests/integration/test_server_slow_clients.py", "Slow clients",
+     "24 silent connections, 8 unfinished header blocks and 8 bodies stalled after 16 bytes held open beside a "
+     "normal client (one worker, shipped config); clients trickling headers or a body cut off at their deadline; "
+     "100-continue, pipelining, chunked and oversized bodies"),
+    ("tests/unit/test_request_buffer.py", "Slow clients", ""),
+    ("tests/integration/test_server_stop.py", "A worker that stops",
+     "TERM to the worker and INT to the process group while every thread waits on a provider that does not "
+     "answer and clients stall mid-headers and mid-body: gone within graceful_timeout"),
     ("tests/integration/test_metrics.py", "Metrics",
      "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
