@@ -24,7 +24,7 @@ from .extensions import Services, init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
-from .metrics import count_redis_error, init_metrics
+from .metrics import count_redis_error, count_unconfirmed_write, init_metrics
 from .security import register_security_headers
 from .store import Store
 from .store.token_checks import TokenChecks
@@ -69,6 +69,8 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         config.REDIS_KEY_PREFIX,
         link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES,
         max_pending_logins=config.MAX_PENDING_SIGNINS,
+        wait_timeout_ms=config.REDIS_WAIT_TIMEOUT_MS,
+        on_unconfirmed=count_unconfirmed_write,
     )
     provider = Provider(
         config.OIDC_ISSUER_URL,
@@ -161,6 +163,7 @@ def register_extensions(app: Flask, config: Config, redis=None) -> None:
         store.keys,
         config.SECRET_KEY,
         migrate=session_tokens.migrate if config.SECRET_KEY_FALLBACKS else None,
+        confirmed=store.confirmed,
     )
 
 

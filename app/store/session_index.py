@@ -6,6 +6,8 @@ expires with the last of its sessions."""
 import json
 import time
 
+from .replicas import ConfirmedWrites
+
 # Add one field, drop fields whose session has ended, and keep the key until the last one ends.
 _ADD = """
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
@@ -23,19 +25,24 @@ return 1
 class SessionIndex:
     """Reads and writes the per-user and per-provider-session indexes of browser sessions."""
 
-    def __init__(self, redis, keys):
+    def __init__(self, redis, keys, confirmed: ConfirmedWrites | None = None):
         self._redis = redis
         self._keys = keys
-        self._add = redis.register_script(_ADD)
+        # A new session's entries are confirmed on a replica: a back-channel logout must find the session.
+        self._confirmed = confirmed or ConfirmedWrites(redis, timeout_ms=0)
+        self._add = self._confirmed.register_script(_ADD)
 
     def add(self, *, sub: str, session_id: str, entry: dict, provider_sid: str | None) -> None:
         """Index a new session under its user and, when the provider named one, its provider session.
         `entry` must hold `ref` (the session's Redis name) and `ends` (its absolute end, Unix time)."""
         now = time.time()
-        self._add(keys=[self._keys.sessions_of_subject(sub)], args=[session_id, json.dumps(entry), now])
+        self._add_entry(self._keys.sessions_of_subject(sub), session_id, json.dumps(entry), now)
         if provider_sid:
             mark = json.dumps({"ref": entry["ref"], "ends": entry["ends"]})
-            self._add(keys=[self._keys.sessions_of_provider_session(provider_sid)], args=[entry["ref"], mark, now])
+            self._add_entry(self._keys.sessions_of_provider_session(provider_sid), entry["ref"], mark, now)
+
+    def _add_entry(self, key: str, field: str, value: str, now: float) -> None:
+        self._confirmed.execute("session", key, [("EVALSHA", self._add.sha, 1, key, field, value, now)])
 
     def of_subject(self, sub: str) -> dict[str, dict]:
         """Every session of `sub` whose absolute end has not passed, by session id."""

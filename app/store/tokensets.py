@@ -3,6 +3,8 @@
 import json
 import time
 
+from .replicas import ConfirmedWrites
+
 # Replace the record only if it still has the version the caller read; keep its TTL.
 _REPLACE = """
 local current = redis.call('GET', KEYS[1])
@@ -41,19 +43,21 @@ def _parsed(raw: bytes | None) -> dict | None:
 class TokenSets:
     """Reads and writes session token sets and their refresh locks."""
 
-    def __init__(self, redis, keys):
+    def __init__(self, redis, keys, confirmed: ConfirmedWrites | None = None):
         self._redis = redis
         self._keys = keys
-        self._replace = redis.register_script(_REPLACE)
+        # A new session and each refresh's tokens are confirmed on a replica: a failover losing them signs
+        # the user out (or, where reusing a rotated refresh token counts as theft, revokes the whole grant).
+        self._confirmed = confirmed or ConfirmedWrites(redis, timeout_ms=0)
+        self._replace = self._confirmed.register_script(_REPLACE)
         self._release = redis.register_script(_RELEASE)
         self._delete_if = redis.register_script(_DELETE_IF)
 
     def create(self, ref: str, record: dict, ttl_ms: int) -> None:
-        """Store a new token set (version 1) for the session `ref`."""
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
-        self._mark_active(pipe, ref, ttl_ms)
-        pipe.execute()
+        """Store a new token set (version 1) for the session `ref`, confirmed on a replica."""
+        key = self._keys.token_set(ref)
+        marks = self._active_marks(ref, ttl_ms)
+        self._confirmed.execute("session", key, [("SET", key, json.dumps({**record, "v": 1}), "PX", ttl_ms)], marks)
 
     def load(self, ref: str) -> tuple[dict | None, int]:
         """The session's token set and its time to live in ms, in one round trip."""
@@ -73,9 +77,11 @@ class TokenSets:
         return _parsed(raw), ttl_ms, profile
 
     def replace(self, ref: str, expected_version: int, record: dict) -> bool:
-        """Store `record` as the next version unless another writer got there first."""
+        """Store `record` as the next version unless another writer got there first; confirmed on a replica."""
         record = {**record, "v": expected_version + 1}
-        replaced = self._replace(keys=[self._keys.token_set(ref)], args=[expected_version, json.dumps(record)])
+        key = self._keys.token_set(ref)
+        command = ("EVALSHA", self._replace.sha, 1, key, expected_version, json.dumps(record))
+        [replaced], _ = self._confirmed.execute("refresh", key, [command])
         return bool(replaced)
 
     def end_if_version(self, ref: str, version: int) -> bool:
@@ -142,11 +148,18 @@ class TokenSets:
         return pipe.execute()[1]
 
     def _mark_active(self, pipe, ref: str, ttl_ms: int, *, only_known: bool = False) -> None:
+        for command in self._active_marks(ref, ttl_ms, only_known=only_known):
+            pipe.execute_command(*command)
+
+    def _active_marks(self, ref: str, ttl_ms: int, *, only_known: bool = False) -> list[tuple]:
         # Score = the session's expiry in ms; extending an ended session must not bring it back.
         # Ended members go with each write, so the set stays bounded whether or not /metrics is read.
         now_ms = int(time.time() * 1000)
-        pipe.zremrangebyscore(self._keys.active_sessions(), "-inf", now_ms)
-        pipe.zadd(self._keys.active_sessions(), {ref: now_ms + ttl_ms}, xx=only_known)
+        active = self._keys.active_sessions()
+        return [
+            ("ZREMRANGEBYSCORE", active, "-inf", now_ms),
+            ("ZADD", active, *(["XX"] if only_known else []), now_ms + ttl_ms, ref),
+        ]
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
         """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
