@@ -43,15 +43,17 @@ class ConfirmedWrites:
     def execute(self, write: str, key: str, commands: list[tuple], also: list[tuple] = ()) -> tuple[list, list]:
         """The results of `commands` (raw commands on `key`'s slot) and of `also` (any keys, not confirmed), in
         one round trip where the deployment allows; `commands` are on a replica of `key`'s master when this
-        returns, else counted as an unconfirmed `write`. A batch is sent once more after the master named
-        another (a failover) or lacked one of its scripts (loaded first), so it must be safe to send twice."""
-        try:
-            return self._execute(write, key, commands, also)
-        except (AskError, NoScriptError):
+        returns, else counted as an unconfirmed `write`. A batch is sent again after the master named another
+        (a failover) and after it lacked one of its scripts (then loaded), so it must be safe to send again."""
+        retried = set()
+        while True:
             try:
                 return self._execute(write, key, commands, also)
-            except AskError as moved:
-                raise ClusterError(f"the slot of a write moved twice: {moved}") from None
+            except (AskError, NoScriptError) as error:
+                cause = AskError if isinstance(error, AskError) else NoScriptError
+                if cause in retried:
+                    raise ClusterError(f"a write met {type(error).__name__} twice: {error}") from None
+                retried.add(cause)
 
     def _execute(self, write: str, key: str, commands: list[tuple], also) -> tuple[list, list]:
         master, client = self._master_of(key)

@@ -4,6 +4,7 @@ import json
 import time
 
 from .replicas import ConfirmedWrites
+from .rotations import PendingRotations, Rotation, unavailable
 
 # Replace the record only if it still has the version the caller read; keep its TTL.
 _REPLACE = """
@@ -52,6 +53,8 @@ class TokenSets:
         self._replace = self._confirmed.register_script(_REPLACE)
         self._release = redis.register_script(_RELEASE)
         self._delete_if = redis.register_script(_DELETE_IF)
+        self._held: dict[tuple[str, str], float] = {}  # (ref, owner) -> when this process's refresh lock expires
+        self._rotations = PendingRotations(self._replace_confirmed, self._release_lock)
 
     def create(self, ref: str, record: dict, ttl_ms: int) -> None:
         """Store a new token set (version 1) for the session `ref`, confirmed on a replica."""
@@ -76,8 +79,19 @@ class TokenSets:
         raw, ttl_ms, profile = pipe.execute()
         return _parsed(raw), ttl_ms, profile
 
-    def replace(self, ref: str, expected_version: int, record: dict) -> bool:
-        """Store `record` as the next version unless another writer got there first; confirmed on a replica."""
+    def replace(self, ref: str, expected_version: int, record: dict, *, lock_owner: str | None = None) -> bool:
+        """Store `record` as the next version unless another writer got there first; confirmed on a replica.
+        A refresh holding the session's lock as `lock_owner` hands a record Redis cannot take now (a failover)
+        to a retry in the background, which keeps the lock until it is stored, and still raises."""
+        try:
+            return self._replace_confirmed(ref, expected_version, record)
+        except Exception as error:
+            until = self._held.get((ref, lock_owner))
+            if until is not None and unavailable(error):
+                self._rotations.keep(Rotation(ref, expected_version, record, lock_owner, until))
+            raise
+
+    def _replace_confirmed(self, ref: str, expected_version: int, record: dict) -> bool:
         record = {**record, "v": expected_version + 1}
         key = self._keys.token_set(ref)
         command = ("EVALSHA", self._replace.sha, 1, key, expected_version, json.dumps(record))
@@ -163,12 +177,20 @@ class TokenSets:
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
         """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
-        return bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
+        taken = bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
+        if taken:
+            self._held[ref, owner] = time.monotonic() + ttl_ms / 1000
+        return taken
 
     def refreshing(self, ref: str) -> bool:
         """Whether someone holds the session's refresh lock now (a refresh is in flight)."""
         return bool(self._redis.exists(self._keys.refresh_lock(ref)))
 
     def unlock(self, ref: str, owner: str) -> None:
-        """Release the refresh lock if `owner` still holds it."""
+        """Release the refresh lock if `owner` still holds it, unless a kept rotation now holds it."""
+        if not self._rotations.holds(ref, owner):
+            self._release_lock(ref, owner)
+
+    def _release_lock(self, ref: str, owner: str) -> None:
+        self._held.pop((ref, owner), None)
         self._release(keys=[self._keys.refresh_lock(ref)], args=[owner])

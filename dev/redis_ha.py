@@ -1,0 +1,112 @@
+"""Redis with replicas, for the failover tests and `make failover`: a Sentinel-managed master and replica
+with three sentinels, and what the tests ask of a set of Redis servers (who is master, whose replica)."""
+
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from dev.services import Process, StartFailed, _redis_ping, free_port, start_redis
+
+SERVICE = "profile-poke"
+
+
+def role(port: int) -> list:
+    """What ROLE answers on 127.0.0.1:`port`: ["master", offset, replicas] or ["slave", host, port, ...]."""
+    with redis.Redis(port=port, socket_timeout=1, socket_connect_timeout=1) as client:
+        return client.execute_command("ROLE")
+
+
+def is_master(port: int) -> bool:
+    try:
+        return role(port)[0] == b"master"
+    except redis.RedisError:
+        return False
+
+
+def replica_ports(master_port: int) -> list[int]:
+    """The ports of the replicas connected to the master on `master_port`."""
+    return [int(replica[1]) for replica in role(master_port)[2]]
+
+
+def cluster_masters(port: int) -> list[int]:
+    """The ports of the masters serving slots, as the cluster node on `port` sees them."""
+    nodes = subprocess.run(["redis-cli", "-p", str(port), "cluster", "nodes"], capture_output=True, text=True).stdout
+    fields = [line.split() for line in nodes.splitlines()]
+    return sorted(
+        int(f[1].split("@")[0].rpartition(":")[2]) for f in fields if "master" in f[2] and "fail" not in f[2] and f[8:]
+    )
+
+
+def wait_for(condition, timeout: float, what: str, step: float = 0.02) -> float:
+    """Poll `condition()` until true; the monotonic time it became true. StartFailed naming `what` otherwise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return time.monotonic()
+        time.sleep(step)
+    raise StartFailed(f"{what}: not after {timeout} s")
+
+
+@dataclass
+class SentinelSet:
+    master: Process
+    replica: Process
+    sentinels: list[Process]
+    ports: dict  # master, replica: data ports; sentinels: list of ports
+
+    def url(self, db: int = 0) -> str:
+        hosts = ",".join(f"127.0.0.1:{port}" for port in self.ports["sentinels"])
+        return f"redis+sentinel://{hosts}/{SERVICE}/{db}"
+
+    def named_master(self) -> int | None:
+        """The port of the master the first sentinel names now."""
+        with redis.Redis(port=self.ports["sentinels"][0], socket_timeout=1) as sentinel:
+            address = sentinel.sentinel_get_master_addr_by_name(SERVICE)
+        return int(address[1]) if address else None
+
+    def stop(self) -> None:
+        for process in [*self.sentinels, self.replica, self.master]:
+            process.stop()
+
+
+def start_sentinel_set(workdir: Path, *, down_after_ms: int = 1000, failover_timeout_ms: int = 5000) -> SentinelSet:
+    """A master, its replica and three sentinels watching them (quorum 2), every sentinel aware of the
+    others and of the replica before this returns."""
+    master_port, replica_port = free_port(), free_port()
+    master = start_redis(master_port, workdir=workdir)
+    replica = start_redis(replica_port, workdir=workdir, extra_args=("--replicaof", "127.0.0.1", str(master_port)))
+    sentinel_ports = [free_port() for _ in range(3)]
+    started = [master, replica]
+    try:
+        for port in sentinel_ports:
+            conf = workdir / f"sentinel-{port}.conf"  # Sentinel rewrites its own configuration file
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {workdir}\n"
+                f"sentinel monitor {SERVICE} 127.0.0.1 {master_port} 2\n"
+                f"sentinel down-after-milliseconds {SERVICE} {down_after_ms}\n"
+                f"sentinel failover-timeout {SERVICE} {failover_timeout_ms}\n"
+            )
+            sentinel = Process(
+                f"sentinel:{port}", ["redis-server", str(conf), "--sentinel"], log_path=workdir / f"sentinel-{port}.log"
+            )
+            started.append(sentinel)
+            sentinel.wait_until(lambda port=port: _redis_ping(port))
+        ha = SentinelSet(master, replica, started[2:], {"master": master_port, "replica": replica_port})
+        ha.ports["sentinels"] = sentinel_ports
+        wait_for(lambda: all(_sees_everyone(port) for port in sentinel_ports), 30, "sentinels see each other", 0.1)
+    except BaseException:
+        for process in reversed(started):
+            process.stop()
+        raise
+    return ha
+
+
+def _sees_everyone(sentinel_port: int) -> bool:
+    with redis.Redis(port=sentinel_port, socket_timeout=1) as sentinel:
+        state = sentinel.sentinel_master(SERVICE)
+        replicas = sentinel.sentinel_slaves(SERVICE)
+    in_sync = replicas and all(replica.get("master-link-status") == "ok" for replica in replicas)
+    return state["num-other-sentinels"] >= 2 and bool(in_sync)

@@ -1,0 +1,85 @@
+"""A Redis Cluster master dies under load (SIGKILL, its replica lagging), and another hands over to its
+replica (CLUSTER FAILOVER): the service rides through and loses nothing it acknowledged (issue 29).
+
+Three masters with one replica each, node timeout 1 s, `cluster-require-full-coverage no` (as
+docs/operations.md recommends: the other masters' keys go on being served); the app under gunicorn with
+the shipped settings (REDIS_WAIT_TIMEOUT_MS 100)."""
+
+import secrets
+
+import pytest
+import redis
+
+from app.extensions import make_redis
+from dev.redis_ha import cluster_masters, is_master, replica_ports
+from dev.services import free_cluster_port, start_redis_cluster
+from tests.helpers.failover_figures import wait_cost, write, write_cost
+from tests.helpers.failover_run import assert_rode_through, kill_behind_its_replica, ride_through, served_world
+
+pytestmark = pytest.mark.integration
+NODE_TIMEOUT_MS = 1000
+
+
+@pytest.fixture(scope="module")
+def cluster(workdir):
+    """Six redis-server processes by port: three masters, each with one replica."""
+    ports = [free_cluster_port() for _ in range(6)]
+    settings = ("--cluster-require-full-coverage", "no")
+    nodes = start_redis_cluster(
+        ports, workdir=workdir / "failover-cluster", replicas=1, node_timeout_ms=NODE_TIMEOUT_MS, extra_args=settings
+    )
+    yield dict(zip(ports, nodes, strict=True))
+    for node in nodes:
+        node.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster_url(cluster) -> str:
+    return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in list(cluster)[:2]) + "/"
+
+
+@pytest.fixture(scope="module")
+def world(failover_idp, cluster_url, workdir):
+    server, world = served_world(failover_idp, cluster_url, 0, workdir)
+    yield world
+    server.stop()
+
+
+def a_master_with_its_replica(cluster) -> tuple[int, int]:
+    """The port of a live master that has a replica, and that replica's."""
+    live = next(port for port, node in cluster.items() if node.alive())
+    master = next(port for port in cluster_masters(live) if cluster[port].alive() and replica_ports(port))
+    return master, replica_ports(master)[0]
+
+
+def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(cluster_url):
+    costs = wait_cost(make_redis(cluster_url, socket_timeout=1), f"wait-cost:{secrets.token_hex(4)}")
+    write_cost(
+        {"Cluster: the key's master + its replica, REDIS_URL redis+cluster://": costs}, "What WAIT costs per write"
+    )
+    assert costs["confirmed"][0] < 25_000, costs  # the replica's acknowledgement, not REDIS_WAIT_TIMEOUT_MS
+
+
+def test_a_master_killed_under_load_costs_a_few_503s_and_nothing_acknowledged(world, cluster):
+    master, replica = a_master_with_its_replica(cluster)
+    figures, traffic = ride_through(
+        "Cluster: master killed (SIGKILL) 50 ms after its replica was cut off",
+        world,
+        event=lambda: kill_behind_its_replica((master, cluster[master].pid), replica),
+        done=lambda: is_master(replica),
+    )
+    write([figures], "Redis Cluster, 3 masters + 3 replicas, node timeout 1 s")
+    assert figures.failed, "killing a master under load failed no request: did the kill happen?"
+    assert_rode_through(figures, traffic)
+
+
+def test_a_manual_failover_under_load_loses_nothing(world, cluster):
+    _, replica = a_master_with_its_replica(cluster)
+    figures, traffic = ride_through(
+        "Cluster: CLUSTER FAILOVER on the replica",
+        world,
+        event=lambda: redis.Redis(port=replica).execute_command("CLUSTER FAILOVER"),
+        done=lambda: is_master(replica),
+    )
+    write([figures], "Redis Cluster, 3 masters + 3 replicas, node timeout 1 s")
+    assert_rode_through(figures, traffic)
