@@ -176,8 +176,11 @@ class TokenSets:
         ]
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
-        """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
-        taken = bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
+        """Take the session's refresh lock for `ttl_ms`, confirmed on a replica (a failover that lost it would
+        let a second refresh spend the refresh token the first is replacing); False when someone holds it."""
+        key = self._keys.refresh_lock(ref)
+        [taken], _ = self._confirmed.execute("refresh", key, [("SET", key, owner, "NX", "PX", ttl_ms)])
+        taken = bool(taken)
         if taken:
             self._held[ref, owner] = time.monotonic() + ttl_ms / 1000
         return taken

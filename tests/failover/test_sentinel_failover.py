@@ -18,7 +18,7 @@ from app.extensions import make_redis
 from app.store.keys import Keys
 from dev.redis_ha import replica_ports, start_sentinel_set, wait_for
 from tests.helpers.failover_figures import wait_cost, write, write_cost
-from tests.helpers.failover_run import assert_rode_through, kill_behind_its_replica, ride_through, served_world
+from tests.helpers.failover_run import ROUNDS, assert_rode_through, kill_behind_its_replica, ride_through, served_world
 
 pytestmark = pytest.mark.integration
 METRICS_TOKEN = secrets.token_urlsafe(16)
@@ -47,14 +47,16 @@ def unconfirmed_pokes(world) -> float:
 
 
 def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(sentinels):
-    client = make_redis(sentinels.url(), socket_timeout=1)
-    costs = wait_cost(client, f"wait-cost:{secrets.token_hex(4)}")
+    sentinels.revive_replica()
+    costs = wait_cost(make_redis(sentinels.url(), socket_timeout=1), f"wait-cost:{secrets.token_hex(4)}")
     write_cost({"Sentinel: master + replica, REDIS_URL redis+sentinel://": costs}, "What WAIT costs per write")
     assert costs["confirmed"][0] < 25_000, costs  # the replica's acknowledgement, not REDIS_WAIT_TIMEOUT_MS
 
 
 def test_a_poke_waits_for_the_replica_and_at_most_redis_wait_timeout_ms(world, sentinels):
-    assert replica_ports(sentinels.ports["master"]) == [sentinels.ports["replica"]]
+    sentinels.revive_replica()
+    master, replica = sentinels.named_master(), sentinels.replica()
+    assert replica_ports(master) == [replica]
     token = world.idp.user_token("alice")
     targets = [next(world.targets["alice"]) for _ in range(2)]
 
@@ -72,24 +74,26 @@ def test_a_poke_waits_for_the_replica_and_at_most_redis_wait_timeout_ms(world, s
     before = unconfirmed_pokes(world)
     poke(targets[0])
     assert unconfirmed_pokes(world) == before  # the replica confirmed it
-    os.kill(sentinels.replica.pid, signal.SIGSTOP)
+    os.kill(sentinels.servers[replica].pid, signal.SIGSTOP)
     try:
         waited = poke(targets[1])
     finally:
-        os.kill(sentinels.replica.pid, signal.SIGCONT)
+        os.kill(sentinels.servers[replica].pid, signal.SIGCONT)
     assert waited >= WAIT_TIMEOUT, waited  # it waited for a replica that could not answer...
     assert unconfirmed_pokes(world) == before + 1  # ...then answered, counted as unconfirmed
     cooldown = Keys(world.live.env["REDIS_KEY_PREFIX"]).cooldown("alice", targets[1])
-    replica = make_redis(f"redis://127.0.0.1:{sentinels.ports['replica']}/0", socket_timeout=1)
-    wait_for(lambda: replica.exists(cooldown), 5, "the replica catching up")
+    on_replica = make_redis(f"redis://127.0.0.1:{replica}/0", socket_timeout=1)
+    wait_for(lambda: on_replica.exists(cooldown), 5, "the replica catching up")
 
 
-def test_a_sentinel_failover_under_load_costs_a_few_503s_and_nothing_acknowledged(world, sentinels):
-    master, replica = sentinels.ports["master"], sentinels.ports["replica"]
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_a_sentinel_failover_under_load_costs_a_few_503s_and_nothing_acknowledged(world, sentinels, round_):
+    sentinels.revive_replica()
+    master, replica = sentinels.named_master(), sentinels.replica()
     figures, traffic = ride_through(
         "Sentinel: master killed (SIGKILL) 50 ms after its replica was cut off",
         world,
-        event=lambda: kill_behind_its_replica((master, sentinels.master.pid), replica),
+        event=lambda: kill_behind_its_replica((master, sentinels.servers[master].pid), replica),
         done=lambda: sentinels.named_master() == replica,
     )
     write([figures], "Sentinel: 1 master + 1 replica, 3 sentinels, down-after 1 s")
