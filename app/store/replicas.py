@@ -11,6 +11,7 @@ batch goes as one pipeline on that connection.
 import logging
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import redis
 from redis.cluster import RedisCluster
@@ -57,24 +58,34 @@ class ConfirmedWrites:
 
     def _execute(self, write: str, key: str, commands: list[tuple], also) -> tuple[list, list]:
         master, client = self._master_of(key)
-        if not self._timeout_ms or not self._has_replica(master, client):
+        with self._following(master):
+            confirming = self._timeout_ms and self._has_replica(master, client)
+        if not confirming:
             results = self._run(self._redis, [*also, *commands])
             return results[len(also) :], results[: len(also)]
         # On a cluster the other keys live elsewhere: they go first, through the cluster client.
         also_results = self._run(self._redis, list(also)) if self._cluster and also else []
         batch = [*commands] if self._cluster else [*also, *commands]
-        try:
+        with self._following(master):
             *results, confirmed = self._run(client, [*batch, ("WAIT", 1, self._timeout_ms)])
-        except (redis.ConnectionError, redis.TimeoutError, AskError):
-            self._replicas.pop(master, None)
-            if self._cluster:
-                self._redis.nodes_manager.initialize()  # so the next write finds the slot's new master
-            raise
         if confirmed < 1:
             self._unconfirmed(write, master)
         if self._cluster:
             return results, also_results
         return results[len(also) :], results[: len(also)]
+
+    @contextmanager
+    def _following(self, master: str):
+        """On a failed connection or a MOVED from `master`: ask ROLE again next time and, on a cluster,
+        read the slot map again, so the next write finds the slot's new master (the cluster client does
+        so itself for its own commands only)."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError, AskError):
+            self._replicas.pop(master, None)
+            if self._cluster:
+                self._redis.nodes_manager.initialize()
+            raise
 
     def _master_of(self, key: str):
         """The name of `key`'s master and a client whose pipelines reach that master on one connection."""

@@ -14,11 +14,15 @@ import time
 import pytest
 import requests
 
+from app import create_app
 from app.extensions import make_redis
 from app.store.keys import Keys
+from config import Config
 from dev.redis_ha import replica_ports, start_sentinel_set, wait_for
+from dev.services import free_port
 from tests.helpers.failover_figures import wait_cost, write, write_cost
 from tests.helpers.failover_run import ROUNDS, assert_rode_through, kill_behind_its_replica, ride_through, served_world
+from tests.helpers.real_services import integration_env
 
 pytestmark = pytest.mark.integration
 METRICS_TOKEN = secrets.token_urlsafe(16)
@@ -51,6 +55,22 @@ def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(sen
     costs = wait_cost(make_redis(sentinels.url(), socket_timeout=1), f"wait-cost:{secrets.token_hex(4)}")
     write_cost({"Sentinel: master + replica, REDIS_URL redis+sentinel://": costs}, "What WAIT costs per write")
     assert costs["confirmed"][0] < 25_000, costs  # the replica's acknowledgement, not REDIS_WAIT_TIMEOUT_MS
+
+
+def test_the_rate_limiter_counts_on_the_master_the_sentinels_name(failover_idp, sentinels):
+    env = integration_env(failover_idp, sentinels.url(), 1, RATE_LIMIT_LOGIN="2 per minute")
+    client = create_app(Config(env)).test_client()
+    assert [client.get("/auth/login").status_code for _ in range(3)] == [302, 302, 429]
+    master = make_redis(f"redis://127.0.0.1:{sentinels.named_master()}/0", socket_timeout=1)
+    assert master.keys(f"{env['REDIS_KEY_PREFIX']}limits*")
+
+
+def test_a_sentinel_that_does_not_answer_is_skipped_at_once(sentinels):
+    gone = f"127.0.0.1:{free_port()}"
+    client = make_redis(sentinels.url().replace("sentinel://", f"sentinel://{gone},"), socket_timeout=1)
+    started = time.monotonic()
+    assert client.ping()
+    assert time.monotonic() - started < 0.5  # redis-py's default retries it ten times, backing off
 
 
 def test_a_poke_waits_for_the_replica_and_at_most_redis_wait_timeout_ms(world, sentinels):
