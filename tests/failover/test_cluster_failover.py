@@ -73,7 +73,7 @@ def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(clu
     assert costs["confirmed"][0] < 25_000, costs  # the replica's acknowledgement, not REDIS_WAIT_TIMEOUT_MS
 
 
-@pytest.mark.parametrize("round_", range(ROUNDS))
+@pytest.mark.parametrize("round_", ROUNDS)
 def test_a_master_killed_under_load_costs_a_few_503s_and_nothing_acknowledged(world, cluster, workdir, round_):
     master, replica = a_master_with_its_replica(cluster, workdir)
     figures, traffic = ride_through(
@@ -87,7 +87,7 @@ def test_a_master_killed_under_load_costs_a_few_503s_and_nothing_acknowledged(wo
     assert_rode_through(figures, traffic)
 
 
-@pytest.mark.parametrize("round_", range(ROUNDS))
+@pytest.mark.parametrize("round_", ROUNDS)
 def test_a_manual_failover_under_load_loses_nothing(world, cluster, workdir, round_):
     _, replica = a_master_with_its_replica(cluster, workdir)
     figures, traffic = ride_through(

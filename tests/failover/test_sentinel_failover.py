@@ -106,7 +106,7 @@ def test_a_poke_waits_for_the_replica_and_at_most_redis_wait_timeout_ms(world, s
     wait_for(lambda: on_replica.exists(cooldown), 5, "the replica catching up")
 
 
-@pytest.mark.parametrize("round_", range(ROUNDS))
+@pytest.mark.parametrize("round_", ROUNDS)
 def test_a_sentinel_failover_under_load_costs_a_few_503s_and_nothing_acknowledged(world, sentinels, round_):
     sentinels.revive_replica()
     master, replica = sentinels.named_master(), sentinels.replica()

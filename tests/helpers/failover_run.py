@@ -22,7 +22,7 @@ from tests.helpers.real_services import PASSWORD, Idp, LiveApp, integration_env,
 from tests.helpers.signin import sign_in
 
 # `make failover` sets these higher; make test keeps each failover to about 15 s.
-ROUNDS = int(os.environ.get("FAILOVER_ROUNDS", "1"))  # failovers of each kind
+ROUNDS = [f"round {n + 1}" for n in range(int(os.environ.get("FAILOVER_ROUNDS", "1")))]  # failovers of each kind
 BEFORE = float(os.environ.get("FAILOVER_BEFORE", "3"))  # seconds of load before the event
 AFTER = float(os.environ.get("FAILOVER_AFTER", "3"))  # seconds of load after the new master serves
 TARGETS = int(os.environ.get("FAILOVER_TARGETS", "800"))  # profiles each poker can poke once
