@@ -37,6 +37,7 @@ class Figures:
     refreshes: int  # at the provider, during the run
     back_to_full_s: float | None  # from the event
     slowest_s: float
+    unconfirmed: dict  # write kind -> answered without a replica's confirmation (the app's own count)
 
     @property
     def signed_out(self) -> int:
@@ -50,22 +51,23 @@ class Figures:
             else "no error"
         )
         back = f"{self.back_to_full_s:.1f} s" if self.back_to_full_s is not None else "not within the run"
+        unconfirmed = ", ".join(f"{count} {write}" for write, count in sorted(self.unconfirmed.items()) if count)
         return (
             f"| {self.name} | {self.failover_s:.2f} s | {window} | {self.answers} | {failed} | "
             f"{self.pokes[0]} of {self.pokes[1]} | {self.sessions[0]} of {self.sessions[1]} | "
             f"{self.refreshed_sessions[0]} of {self.refreshed_sessions[1]} ({self.refreshes} refreshes) | "
-            f"{self.signed_out} | {back} | {self.slowest_s:.2f} s |"
+            f"{self.signed_out} | {back} | {self.slowest_s:.2f} s | {unconfirmed} |"
         )
 
 
 HEADER = (
     "| failover | failover time | error window (from the event) | answers | failed, by status | pokes lost | "
     "new sessions lost | refreshing sessions signed out | users signed out | back to full throughput | "
-    "slowest answer |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+    "slowest answer | answered unconfirmed |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 )
 
 
-def measure(name: str, traffic: Traffic, *, event: float, done: float, refreshes: int) -> Figures:
+def measure(name: str, traffic: Traffic, *, event: float, done: float, refreshes: int, unconfirmed: dict) -> Figures:
     """The figures of one failover whose load has stopped; checks every acknowledged write from the outside
     (re-pokes, and a call per session that needs a refresh by now)."""
     failed = [answer for answer in traffic.answers if not answer.ok]
@@ -82,6 +84,7 @@ def measure(name: str, traffic: Traffic, *, event: float, done: float, refreshes
         refreshes=refreshes,
         back_to_full_s=back_to_full(traffic.answers, event=event, done=done),
         slowest_s=max(a.ended - a.started for a in traffic.answers),
+        unconfirmed=unconfirmed,
     )
 
 

@@ -4,6 +4,8 @@ then the figures (tests.helpers.failover_figures) and the checks of points 2 and
 
 import json
 import os
+import re
+import secrets
 import subprocess
 import sys
 import time
@@ -41,6 +43,13 @@ class World:
     sessions: list[requests.Session]
     targets: dict  # poker -> the targets it has not poked yet
 
+    def unconfirmed(self) -> dict[str, int]:
+        """The writes the app answered without a replica's confirmation so far, by kind (its metrics)."""
+        headers = {"Authorization": f"Bearer {self.live.env['METRICS_TOKEN']}"}
+        metrics = requests.get(f"{self.live.url}/metrics", headers=headers, timeout=10).text
+        found = re.findall(r'^pp_redis_unconfirmed_writes_total\{write="(\w+)"\} (\S+)$', metrics, re.M)
+        return {write: int(float(count)) for write, count in found}
+
     def traffic(self) -> Traffic:
         """A load with fresh tokens (they last 5 minutes): a bearer, a DPoP-bound one and one per poker."""
         key = DpopKey.generate("ES256")
@@ -55,7 +64,8 @@ class World:
 def served_world(idp: Idp, redis_url: str, index: int, workdir, **settings) -> tuple:
     """The app under gunicorn (the shipped config) over `redis_url` with the short-token login client,
     poke targets imported, browsers signed in and tokens issued; returns (server, World)."""
-    env = integration_env(idp, redis_url, index, OIDC_CLIENT_ID="profile-poke-web-short", **settings)
+    settings = {"OIDC_CLIENT_ID": "profile-poke-web-short", "METRICS_TOKEN": secrets.token_urlsafe(16), **settings}
+    env = integration_env(idp, redis_url, index, **settings)
     server, live = start_live_app(env, idp.app_ports[index], workdir)
     targets = workdir / f"targets-{index}.json"
     targets.write_text(json.dumps([{"username": f"target{n:05d}"} for n in range(TARGETS)]))
@@ -74,6 +84,7 @@ def ride_through(name: str, world: World, *, event, done, timeout: float = 30) -
     """Load, `event()`, load until `done()` says a replica serves as master and AFTER seconds more; then the
     figures, once every session's tokens need a refresh again."""
     world.idp.reset_stats()
+    before = world.unconfirmed()
     traffic = world.traffic().start()
     try:
         time.sleep(BEFORE)
@@ -85,7 +96,8 @@ def ride_through(name: str, world: World, *, event, done, timeout: float = 30) -
         traffic.stop()
     refreshes = world.idp.stats()["token"].get("refresh_token", 0)
     time.sleep(REFRESH_DUE)
-    return measure(name, traffic, event=happened, done=promoted, refreshes=refreshes), traffic
+    unconfirmed = {write: count - before[write] for write, count in world.unconfirmed().items()}
+    return measure(name, traffic, event=happened, done=promoted, refreshes=refreshes, unconfirmed=unconfirmed), traffic
 
 
 def kill_behind_its_replica(master: tuple[int, int], replica: int) -> None:
@@ -103,7 +115,9 @@ def kill_behind_its_replica(master: tuple[int, int], replica: int) -> None:
 
 def assert_rode_through(figures: Figures, traffic: Traffic) -> None:
     """Point 2: only 503 `unavailable` with Retry-After, no answer missing or slow, errors ending within a
-    second of the new master; point 3: no acknowledged poke, session or refresh lost, nobody signed out."""
+    second of the new master; point 3: no acknowledged poke, session or refresh lost, nobody signed out.
+    Only a write the app answered unconfirmed (REDIS_WAIT_TIMEOUT_MS passed, as when a loaded machine stalls
+    the kill that long after the cut, counted by the app itself) may be lost: never more than it counted."""
     failed = [answer for answer in traffic.answers if not answer.ok]
     assert all(a.status == 503 and a.retry_after and a.code in UNAVAILABLE for a in failed), figures.failed
     assert figures.slowest_s < SLOWEST, figures
@@ -111,6 +125,7 @@ def assert_rode_through(figures: Figures, traffic: Traffic) -> None:
         assert figures.first_error_s > -1, figures  # nothing failed before the master did
         assert figures.last_error_s <= figures.failover_s + 1.5, figures  # about one second, on a loaded machine
     assert figures.pokes[1] and figures.sessions[1] and figures.refreshes, f"too little load to judge: {figures}"
-    assert figures.pokes[0] == 0, f"acknowledged pokes forgotten: {figures}"
-    assert figures.sessions[0] == 0, f"new sessions lost: {figures}"
-    assert figures.refreshed_sessions[0] == 0, f"sessions signed out (a rotated refresh token lost): {figures}"
+    unconfirmed = figures.unconfirmed
+    assert figures.pokes[0] <= unconfirmed["poke"], f"acknowledged pokes forgotten: {figures}"
+    assert figures.sessions[0] <= unconfirmed["session"], f"new sessions lost: {figures}"
+    assert figures.refreshed_sessions[0] <= unconfirmed["refresh"], f"signed out (a rotation lost): {figures}"
