@@ -149,7 +149,9 @@ ROBUST_SECTIONS = [
     ("test_robust_signin", "Sign-in floods from many addresses",
      "no shared bound: 10,800 sign-ins (more than the old 10,000 bound) from 360 clients in IPv4 /24s and "
      "IPv6 /64s, /56s, /48s through the trusted proxy hop under gunicorn, none refused for another's, a new "
-     "browser signs in meanwhile, Redis keeps only rate-limit windows; IPv6 clients counted per /64"),
+     "browser signs in meanwhile, Redis keeps only rate-limit windows; IPv6 clients counted per /64; many "
+     "addresses of one IPv4 /24, IPv6 /56 or /48, or NAT64 share their network's bound on starts, callbacks and "
+     "exchanges (429 naming the network) while a browser of another network signs in"),
     ("test_robust_login_cookies", "Pending sign-ins in the browser (sealed cookies)",
      "what a login cookie keeps and its size, 5 and 4 KB per browser with the oldest dropped, expired, "
      "tampered, moved, cut, oversized, reshaped and retired-key cookies and forged states refused as unknown "
