@@ -161,6 +161,15 @@ ROBUST_SECTIONS = [
      "a state learned from browser A sent from browser B with A's code, alone or with an error: no exchange, "
      "nothing written, A's cookie untouched; A then signs in (real provider)"),
     ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
+    ("test_robust_flood_all", "Every key a flood can make is bounded, and proven",
+     "every entry point flooded at once through the trusted proxy hop under the shipped gunicorn config, defaults "
+     "everywhere, a 16 MB Redis under noeviction: 81 clients in IPv4 /24s, IPv6 /64s of /56s and /48s, and NAT64 "
+     "send sign-in starts (one /24 past its network's bound), forged, foreign and replayed callbacks, junk codes "
+     "on real pending sign-ins, junk exchanges, JWTs, DPoP proofs and logout tokens, valid proofs from three keys "
+     "past their bound, junk opaque tokens at an introspection instance; each gets its documented answer, a "
+     "signed-in user (refresh, poke, bearer, DPoP, opaque) and a new user never see a 429, 503 or 500; Redis stays "
+     "under the bound computed from make sizing's cost of each kind of key, each kind within its count, every "
+     "key left with its time to live"),
     ("test_robust_addresses", "Sign-in floods from many addresses", ""),
     ("test_robust_import_interleavings", "Import as the contract says, raced by first sign-ins",
      "a record without sub updates a signed-in user's profile and keeps its link; `flask users import` put in "
