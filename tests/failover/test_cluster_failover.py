@@ -14,7 +14,7 @@ import redis
 from app.extensions import make_redis
 from dev.redis_ha import cluster_masters, is_master, replica_ports, revive_cluster
 from dev.services import free_cluster_port, start_redis_cluster
-from tests.helpers.failover_figures import wait_cost, write, write_cost
+from tests.helpers.failover_figures import WAIT_TIMEOUT_MS, wait_cost, write, write_cost
 from tests.helpers.failover_run import (
     ROUNDS,
     assert_rode_through,
@@ -70,7 +70,9 @@ def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(clu
     write_cost(
         {"Cluster: the key's master + its replica, REDIS_URL redis+cluster://": costs}, "What WAIT costs per write"
     )
-    assert costs["confirmed"][0] < 25_000, costs  # the replica's acknowledgement, not REDIS_WAIT_TIMEOUT_MS
+    # A WAIT that ran out its timeout would cost every write at least WAIT_TIMEOUT_MS: the median says the
+    # replica's acknowledgement ended each wait (with room for a loaded machine), not the timeout.
+    assert costs["confirmed"][0] < 0.9 * WAIT_TIMEOUT_MS * 1000, costs
 
 
 @pytest.mark.parametrize("round_", ROUNDS)

@@ -141,6 +141,9 @@ def write(figures: list[Figures], title: str) -> str:
     return table
 
 
+WAIT_TIMEOUT_MS = 100  # REDIS_WAIT_TIMEOUT_MS's default
+
+
 def wait_cost(master, key: str, writes: int = 500) -> dict:
     """What confirming costs one write, in µs: the median and p99 of a SET on `key` through
     app.store.replicas without a wait and with `WAIT 1 100` after it, in turns, on `master` (a client of the
@@ -148,7 +151,7 @@ def wait_cost(master, key: str, writes: int = 500) -> dict:
     unconfirmed = []
     writers = {
         "alone": ConfirmedWrites(master, timeout_ms=0),
-        "confirmed": ConfirmedWrites(master, timeout_ms=100, on_unconfirmed=unconfirmed.append),
+        "confirmed": ConfirmedWrites(master, timeout_ms=WAIT_TIMEOUT_MS, on_unconfirmed=unconfirmed.append),
     }
     times = {name: [] for name in writers}
     waits = _wait_calls(master)
