@@ -17,7 +17,8 @@ from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
-from .metrics import AUDIT_EVENTS, count_redis_error, init_metrics
+from .metrics import AUDIT_EVENTS, count_redis_error
+from .metrics_endpoint import init_metrics
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp

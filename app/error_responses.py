@@ -1,4 +1,4 @@
-"""The one place that turns each exception of app.errors into the contract's body and headers."""
+"""The one place that turns each exception of app.errors and app.challenges into the contract's body and headers."""
 
 import json
 import logging

@@ -10,7 +10,8 @@ from typing import NamedTuple
 from flask import g, request
 
 from ..audit import audit
-from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
+from ..challenges import Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
+from ..errors import ApiError
 from ..metrics import count_dpop_refusal
 from ..security import require_csrf_header
 from ..sessions.credentials import SessionTokens

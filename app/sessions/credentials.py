@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from ..errors import SessionEnded
+from ..challenges import SessionEnded
 from ..provider.login_client import LoginClient
 from ..store.profiles import Profile
 from ..store.session_index import SessionIndex

@@ -16,7 +16,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import JWKRegistry
 
-from ..errors import Unauthorized
+from ..challenges import Unauthorized
 from ..metrics import count_dpop_refusal
 from ..store.proofs import SeenProofs
 from .dpop_nonces import DpopNonces

@@ -22,7 +22,9 @@ FLOORS = [
         "the shared modules",
         (
             "app.errors",
+            "app.challenges",
             "app.metrics",
+            "app.metrics_endpoint",
             "app.prefixes",
             "app.logs",
             "app.audit",
@@ -58,6 +60,7 @@ FLOORS = [
 BOTTOM = {
     "app.metrics": set(),
     "app.errors": set(),
+    "app.challenges": {"app.errors"},
     "app.prefixes": set(),
     "app.logs": {"app.tracing"},
     "app.audit": {"app.metrics"},

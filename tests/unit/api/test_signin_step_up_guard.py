@@ -9,7 +9,7 @@ from flask import g
 
 from app import create_app
 from app.api.guard import Caller
-from app.errors import Forbidden, InsufficientUserAuthentication
+from app.challenges import Forbidden, InsufficientUserAuthentication
 from app.extensions import services
 from app.provider.vendors import PROFILES
 from app.store.profiles import Profile

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from app.errors import SESSION_ENDED, ProviderUnavailable, Unauthorized, Unavailable
+from app.challenges import SESSION_ENDED, Unauthorized
+from app.errors import ProviderUnavailable, Unavailable
 from app.sessions import credentials, records, refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref

@@ -3,7 +3,7 @@ the guard reads it (fakeredis, the project's own clock)."""
 
 import pytest
 
-from app.errors import SessionEnded
+from app.challenges import SessionEnded
 from app.sessions import credentials, records
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref

@@ -11,7 +11,8 @@ import time
 import fakeredis
 import pytest
 
-from app.errors import SubjectUnknown, TooManyTokenChecks
+from app.challenges import SubjectUnknown
+from app.errors import TooManyTokenChecks
 from app.extensions import services
 from app.store.keys import Keys
 from app.store.profiles import Profile
