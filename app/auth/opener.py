@@ -11,7 +11,8 @@ from ..provider.login_client import LoginClient
 from ..sessions.credentials import SessionTokens
 from ..sessions.records import audit_fields, proven_authentication
 from ..sessions.user_agents import user_agent_label
-from ..store.profiles import NoProfile, Profile, Profiles, SubjectClash, UnusableUsername
+from ..store.profile_record import Profile
+from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
 
 OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}

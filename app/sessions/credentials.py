@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from ..provider.login_client import LoginClient
-from ..store.profiles import Profile
+from ..store.profile_record import Profile
 from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
 from .interface import session_ref

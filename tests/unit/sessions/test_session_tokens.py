@@ -14,7 +14,7 @@ from app.sessions.interface import session_ref
 from app.sessions.refresh import WAIT_STEP
 from app.sessions.sealing import Sealer
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.session_index import SessionIndex
 from app.store.tokensets import TokenSets
 from tests.helpers.clock import FakeClock

@@ -17,7 +17,7 @@ from joserfc.jwk import ECKey, RSAKey
 from prometheus_client import REGISTRY
 
 from app.extensions import services
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.tokens.dpop import DpopNonces, normalized_url
 from tests.helpers import apps
 from tests.helpers.stub_issuer import b64url

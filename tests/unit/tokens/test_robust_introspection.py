@@ -15,7 +15,7 @@ from app.challenges import SubjectUnknown
 from app.errors import TooManyTokenChecks
 from app.extensions import services
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.token_checks import TokenChecks
 from app.tokens import introspection
 from app.tokens.introspection import REFUSED
