@@ -36,7 +36,7 @@ AUDIT_EVENTS = Counter(
     "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
 )
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
-# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop, and the guard's
+# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop and dpop_jwt, and the guard's
 # `downgrade` (a bound token sent as Bearer) and `unbound` (the DPoP scheme with a token bound to no key).
 DPOP_REFUSAL_REASONS = (
     *("count", "malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt"),

@@ -20,7 +20,8 @@ from .store import Store
 from .store.token_checks import ProviderBackoff, TokenChecks
 from .tokens import AccessTokens, IntrospectedTokens
 from .tokens.answers import Answers
-from .tokens.dpop import DpopNonces, DpopProofs
+from .tokens.dpop import DpopProofs
+from .tokens.dpop_nonces import DpopNonces
 
 
 def build_store(config: Config, redis) -> Store:
