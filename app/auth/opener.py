@@ -1,5 +1,6 @@
 """What a sign-in's token response becomes: its ID token and granted scopes checked, the subject's
-profile found or linked, and a fresh session in place of the browser's current one."""
+profile found or linked, and a fresh session in place of the browser's current one, whose refresh token
+is revoked unless the two may share a provider session."""
 
 import logging
 
@@ -55,9 +56,8 @@ class SessionOpener:
                 sub=sub,
             )
         profile = self._linked_profile(claims)
-        replaced = self.end_current()
-        if replaced:
-            audit("session.ended", reason="replaced", ended=[replaced["id"]], **audit_fields(replaced))
+        provider_sid = claims.get("sid") if isinstance(claims.get("sid"), str) else None
+        self._end_replaced(sub, provider_sid)
         current_app.session_interface.regenerate(session)
         session.clear()
         record = self._session_tokens.start(
@@ -65,7 +65,7 @@ class SessionOpener:
             username=profile.username,
             sub=sub,
             response=response,
-            provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
+            provider_sid=provider_sid,
             user_agent=user_agent_label(request.headers.get("User-Agent")),
             **proven_authentication(claims),
         )
@@ -76,6 +76,16 @@ class SessionOpener:
         """End the session the request's cookie names; the record it held (its tokens too), or None."""
         cookie = request.cookies.get(self._session_cookie)
         return self._session_tokens.end(cookie) if cookie else None
+
+    def _end_replaced(self, sub: str, provider_sid: str | None) -> None:
+        """End the session this sign-in replaces in its browser, if any, and revoke its refresh token
+        unless it may share the new session's provider session (a failure is only logged, as at sign-out)."""
+        replaced = self.end_current()
+        if not replaced:
+            return
+        audit("session.ended", reason="replaced", ended=[replaced["id"]], **audit_fields(replaced))
+        if replaced.get("refresh_token") and not may_share_provider_session(replaced, sub, provider_sid):
+            self._client.revoke(replaced["refresh_token"])
 
     def _linked_profile(self, claims: dict) -> Profile:
         """The enabled profile linked to the ID token's subject, linked or made on first sight."""
@@ -99,3 +109,14 @@ class SessionOpener:
                 "this account is disabled", 403, reason="account_disabled", sub=sub, user=profile.username
             )
         return profile
+
+
+def may_share_provider_session(replaced: dict, sub: str, provider_sid: str | None) -> bool:
+    """Whether the session `replaced` may hold tokens of the provider session a new sign-in of `sub` came
+    through (`provider_sid`, its ID token's `sid`): the same user, with the same or an unknown `sid`.
+    Revoking its refresh token would then end the new session's too (oidc-provider revokes the grant
+    both belong to, Keycloak the client's session)."""
+    if replaced.get("sub") != sub:
+        return False
+    theirs = replaced.get("provider_sid")
+    return theirs is None or provider_sid is None or theirs == provider_sid
