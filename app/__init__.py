@@ -12,12 +12,14 @@ from .api.routes import bp as api_bp
 from .audit import known_series
 from .auth.routes import bp as auth_bp
 from .cli import ConfigProblem, users_cli
-from .error_responses import AnswerEveryRequest, register_error_handlers
+from .error_responses import register_error_handlers
 from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
+from .last_resort import AnswerEveryRequest
 from .logs import configure_logging
-from .metrics import AUDIT_EVENTS, count_redis_error, init_metrics
+from .metrics import AUDIT_EVENTS, count_redis_error
+from .metrics_endpoint import init_metrics
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp
@@ -38,7 +40,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     configure_logging(app)
     init_metrics(
         app,
-        active_sessions=app.extensions["profile_poke"].store.token_sets.count_active,
+        active_sessions=app.extensions["profile_poke"].store.token_sets.active.count,
         known={AUDIT_EVENTS: known_series()},
     )
     init_tracing(app, config.OTEL_TRACES_URL, config.OTEL_PROPAGATORS)

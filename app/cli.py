@@ -20,8 +20,8 @@ from .api.schemas import JsonNumber
 from .audit import audit
 from .extensions import services
 from .logs import logs_on_stderr
-from .store.profile_import import ImportRecord, ImportRefused
-from .store.profiles import normalize_username
+from .store.import_plan import ImportRecord, ImportRefused
+from .store.profile_record import normalize_username
 
 
 class ConfigProblem(click.ClickException):

@@ -1,8 +1,6 @@
-"""The one place that turns each exception of app.errors into the contract's body and headers."""
+"""The one place that turns each exception of app.errors and app.challenges into the contract's body and headers."""
 
-import json
 import logging
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -31,7 +29,6 @@ from .prefixes import API_PREFIX, AUTH_PREFIX
 from .redis_failures import REDIS_DOWN, is_failover_refusal, is_out_of_memory
 
 USERS_PREFIX = f"{API_PREFIX}/users/"
-LAST_RESORT_BODY = json.dumps({"error": {"code": "internal_error", "message": "something went wrong"}}).encode()
 
 log = logging.getLogger(__name__)
 
@@ -169,34 +166,3 @@ def register_error_handlers(app: Flask, *, count_redis_error: Callable[[Exceptio
     app.register_error_handler(RateLimitExceeded, handle_rate_limited)
     app.register_error_handler(HTTPException, partial(handle_http_error, count=count_redis_error))
     app.register_error_handler(Exception, handle_unexpected)
-
-
-class AnswerEveryRequest:
-    """The outermost WSGI layer: what escapes every other one (a failing teardown, a middleware) is logged
-    with the method and path and answered 500, so that the server never logs the request line (its query
-    may hold a code or `state`) and the worker thread goes on serving."""
-
-    def __init__(self, wsgi_app):
-        self.wsgi_app = wsgi_app
-
-    def __call__(self, environ, start_response):
-        started = []
-
-        def start(status, headers, exc_info=None):
-            started.append(status)
-            return start_response(status, headers) if exc_info is None else start_response(status, headers, exc_info)
-
-        try:
-            return self.wsgi_app(environ, start)
-        except Exception:
-            log.exception(
-                "unexpected failure outside the app: %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
-            )
-            headers = [
-                ("Content-Type", "application/json"),
-                ("Content-Length", str(len(LAST_RESORT_BODY))),
-                ("Cache-Control", "no-store"),
-            ]
-            # PEP 3333: replacing a status already given (not yet sent) takes the exception along.
-            start_response("500 INTERNAL SERVER ERROR", headers, *([sys.exc_info()] if started else []))
-            return [LAST_RESORT_BODY]

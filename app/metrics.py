@@ -1,30 +1,19 @@
-"""Prometheus metrics: what the service counts, and GET /metrics behind METRICS_TOKEN.
+"""What the service counts for Prometheus: each series, the vocabulary of its labels, and the calls
+that count, which do nothing until app.metrics_endpoint starts counting (only with a METRICS_TOKEN).
 
-Under gunicorn the values live in PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py sets it up), so one
-scrape sums every worker. Labels are route templates, methods, statuses, endpoint names and
-outcomes: never a username, a token or a raw path. Without METRICS_TOKEN nothing is counted and
-/metrics does not exist (404).
+Labels are route templates, methods, statuses, endpoint names and outcomes: never a username, a token
+or a raw path.
 """
 
-import glob
-import hmac
-import os
 import time
-from collections.abc import Callable
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 
-import redis
 import requests
 from authlib.integrations.base_client import OAuthError
-from flask import Blueprint, Flask, Response, current_app, g, request
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-MMAP_HEADER_BYTES = 8  # a worker's metrics file starts with its used length and padding
+from flask import g, request
+from prometheus_client import Counter, Histogram
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-NO_STORE = {"Cache-Control": "no-store"}
 UNMATCHED = "unmatched"  # the route label of a request no URL rule matched (never its path)
 
 # Its _count is the request count by route template, method and status: one metric, one write less.
@@ -48,7 +37,7 @@ AUDIT_EVENTS = Counter(
     "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
 )
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
-# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop, and the guard's
+# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop and dpop_jwt, and the guard's
 # `downgrade` (a bound token sent as Bearer) and `unbound` (the DPoP scheme with a token bound to no key).
 DPOP_REFUSAL_REASONS = (
     *("count", "malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt"),
@@ -71,30 +60,22 @@ KNOWN_LABELS = {
     DPOP_REFUSALS: [(reason,) for reason in DPOP_REFUSAL_REASONS],
 }
 
-bp = Blueprint("metrics", __name__)
 _enabled = False
 _series: dict[tuple, object] = {}  # (metric, labels) -> child: .labels() takes a lock on every call
 
 
-def init_metrics(
-    app: Flask, *, active_sessions: Callable[[], int], known: dict[Counter, list[tuple]] | None = None
-) -> None:
-    """Count requests and serve /metrics, when the app has a METRICS_TOKEN; `active_sessions` counts
-    the live browser sessions at scrape time; `known` adds label sets a module above this one owns
-    (the audit vocabulary), to start at 0 with KNOWN_LABELS'."""
+def start_counting(known: dict[Counter, list[tuple]] | None = None) -> None:
+    """Count from now on in this process, every label set of KNOWN_LABELS and `known` (those a module
+    above this one owns, such as the audit vocabulary) at 0: a series exists before its first event."""
     global _enabled
-    if not app.config.get("METRICS_TOKEN"):
-        return
     _enabled = True
     for metric, label_sets in {**KNOWN_LABELS, **(known or {})}.items():
         for labels in label_sets:
             _child(metric, *labels)  # at 0; in multiprocess mode this writes the worker's 0 to its file
-    app.extensions["metrics_sessions"] = _SessionsRegistry(active_sessions)
-    app.register_blueprint(bp)
-    app.after_request(_count_request)
 
 
-def _count_request(response):
+def count_request(response):
+    """Count and time the request `response` answers (an after_request hook)."""
     # The request and g once each: every use of Flask's proxies looks up the context again.
     current = request._get_current_object()
     started = g._get_current_object().get("started")  # set by app.logs before every request
@@ -181,52 +162,3 @@ def _poke_outcome(error: Exception) -> str:
     # A PokeFailed names its outcome, and an ApiError (a disabled account) has a code. Read by attribute:
     # this module is below app.errors and imports nothing of the app's.
     return getattr(error, "outcome", None) or ("denied" if hasattr(error, "code") else "error")
-
-
-@bp.get("/metrics")
-def metrics():
-    expected = f"Bearer {current_app.config['METRICS_TOKEN']}".encode()
-    if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected):
-        return Response(
-            "unauthorized\n", 401, {**NO_STORE, "WWW-Authenticate": 'Bearer realm="metrics"'}, content_type="text/plain"
-        )
-    body = generate_latest(_registry()) + generate_latest(current_app.extensions["metrics_sessions"])
-    return Response(body, 200, NO_STORE, content_type=CONTENT_TYPE_LATEST)
-
-
-def _registry():
-    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-        return REGISTRY
-    registry = CollectorRegistry()
-    _WrittenFilesCollector(registry)  # sums the files every worker wrote
-    return registry
-
-
-class _WrittenFilesCollector(multiprocess.MultiProcessCollector):
-    """The multiprocess sum, skipping a worker's file that is still being created: prometheus_client
-    makes it before sizing it, and reading it empty fails the whole scrape (client_python #1199)."""
-
-    def collect(self):
-        files = []
-        for path in glob.glob(os.path.join(self._path, "*.db")):
-            with suppress(OSError):  # also gone: a dead worker's file removed meanwhile
-                if os.path.getsize(path) >= MMAP_HEADER_BYTES:
-                    files.append(path)
-        return self.merge(files, accumulate=True)
-
-
-class _SessionsRegistry:
-    """The active-session gauge, read from Redis at scrape time (one cheap round trip)."""
-
-    def __init__(self, active_sessions: Callable[[], int]):
-        self._active_sessions = active_sessions
-
-    def collect(self):
-        try:
-            active = self._active_sessions()
-        except redis.RedisError as error:
-            count_redis_error(error)
-            return
-        gauge = GaugeMetricFamily("pp_active_sessions", "Browser sessions alive now (from Redis).")
-        gauge.add_metric([], active)
-        yield gauge

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, request
 
-from .errors import Forbidden
+from .challenges import Forbidden
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
 PRIVATE_PREFIXES = (f"{AUTH_PREFIX}/", f"{API_PREFIX}/")

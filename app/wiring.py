@@ -5,10 +5,9 @@ from flask import Flask
 
 from config import Config, ConfigError
 
-from .api.guard import Guard
-from .api.step_up import StepUpPolicy
 from .auth.flow import SignIn
 from .auth.pending import PendingSignIns
+from .bearer_wiring import build_access_tokens, build_guard
 from .extensions import Services
 from .metrics import count_unconfirmed_write
 from .provider import AuthorizationRequests, LoginClient, Provider, PublicClient, provider_profile
@@ -18,10 +17,6 @@ from .sessions.credentials import SessionTokens
 from .sessions.interface import BffSessionInterface
 from .sessions.per_user import BrowserSessions
 from .store import Store
-from .store.token_checks import ProviderBackoff, TokenChecks
-from .tokens import AccessTokens, IntrospectedTokens
-from .tokens.answers import Answers
-from .tokens.dpop import DpopNonces, DpopProofs
 
 
 def build_store(config: Config, redis) -> Store:
@@ -74,40 +69,6 @@ def vendor(config: Config):
     )
 
 
-def build_access_tokens(config: Config, provider: Provider, store: Store) -> AccessTokens | IntrospectedTokens:
-    """Local JWT validation, or RFC 7662 introspection when ACCESS_TOKEN_VALIDATION says so."""
-    if config.ACCESS_TOKEN_VALIDATION == "introspection":
-        checks = TokenChecks(
-            store.redis,
-            store.keys,
-            per_client=config.RATE_LIMIT_INTROSPECTION,
-            per_network=config.RATE_LIMIT_INTROSPECTION_NETWORK,
-            total=config.RATE_LIMIT_INTROSPECTION_TOTAL,
-        )
-        return IntrospectedTokens(
-            provider,
-            client_id=config.INTROSPECTION_CLIENT_ID,
-            client_secret=config.INTROSPECTION_CLIENT_SECRET,
-            audience=config.API_AUDIENCE,
-            login_clients=config.LOGIN_CLIENT_IDS,
-            profile=vendor(config),
-            cache_ttl=config.INTROSPECTION_CACHE_TTL,
-            timeout=config.IDP_TIMEOUT,
-            refusal_ttl=config.INTROSPECTION_REFUSAL_TTL,
-            answers=Answers(store.introspections),
-            backoff=ProviderBackoff(store.redis, store.keys),
-            admit=checks.admit,
-        )
-    return AccessTokens(
-        provider,
-        audience=config.API_AUDIENCE,
-        login_clients=config.LOGIN_CLIENT_IDS,
-        leeway=config.TOKEN_LEEWAY,
-        profile=vendor(config),
-        api_clients=config.API_CLIENT_IDS,
-    )
-
-
 def build_sessions(config: Config, store: Store, provider: Provider, login_client: LoginClient):
     """The browser-session wing: session tokens, your sessions, and back-channel logout."""
     session_tokens = SessionTokens(
@@ -154,27 +115,11 @@ def build_sign_in(
     )
 
 
-def build_guard(config: Config, store: Store, access_tokens, session_tokens: SessionTokens) -> Guard:
-    """Who may call the API, in the contract's order, with DPoP proofs and step-up as configured."""
-    proofs = None
-    if config.DPOP:
-        nonces = DpopNonces(config.SECRET_KEY) if config.DPOP_NONCE else None
-        proofs = DpopProofs(store.seen_proofs, leeway=config.TOKEN_LEEWAY, origins=config.PUBLIC_ORIGINS, nonces=nonces)
-    return Guard(
-        access_tokens,
-        session_tokens,
-        store.profiles,
-        session_cookie=config.SESSION_COOKIE_NAME,
-        proofs=proofs,
-        step_up=StepUpPolicy(config.STEP_UP_ACR, config.STEP_UP_MAX_AGE),
-    )
-
-
 def build_services(config: Config, redis) -> Services:
     """Every wing, built bottom up."""
     store = build_store(config, redis)
     provider, login_client = build_provider(config)
-    access_tokens = build_access_tokens(config, provider, store)
+    access_tokens = build_access_tokens(config, provider, vendor(config), store)
     session_tokens, browser_sessions, backchannel = build_sessions(config, store, provider, login_client)
     return Services(
         store=store,

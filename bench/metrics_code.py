@@ -39,7 +39,7 @@ def main() -> None:
             g.started = time.perf_counter()
 
             def count_request():
-                metrics._count_request(response)
+                metrics.count_request(response)
 
             def count_poke():
                 with metrics.poke_observed():

@@ -17,7 +17,7 @@ import requests
 from app import create_app
 from app.extensions import make_redis, services
 from app.store import Store
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.token_checks import TokenChecks
 from app.tokens.answers import Answers, token_digest
 from app.tokens.principal import Principal

@@ -11,7 +11,8 @@ import time
 import redis
 
 from app.store.keys import Keys
-from app.store.profiles import Profile, Profiles
+from app.store.profile_record import Profile
+from app.store.profiles import Profiles
 from dev import oidc_driver
 from dev.otlp_receiver import Receiver
 from dev.services import ROOT, free_port, idp_issuer, local_app_env, start_idp, start_redis

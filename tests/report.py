@@ -74,7 +74,10 @@ SECTIONS = [
     ("tests/integration/test_logs.py", "Secrets in logs", "every token, code, verifier and cookie value"),
     ("tests/integration/test_session_security.py", "Your sessions and revocation",
      "list, end one (its refresh token gets invalid_grant), another user's id is 404, end all others; "
-     "the refresh token revoked at sign-out gets invalid_grant"),
+     "the refresh token revoked at sign-out gets invalid_grant, and that of a session a new sign-in in the "
+     "same browser replaces (another user's, or the same user's through a new provider session), while a "
+     "sign-in through the same provider session (single sign-on) keeps the new session's refresh token alive"),
+    ("tests/unit/auth/test_session_opener.py", "Your sessions and revocation", ""),
     ("tests/integration/test_bounds.py", "Bounded by design",
      "5 pending sign-ins per browser, return_to over 512, rate limits per client address (429 + Retry-After), "
      "junk exchanges vs the token endpoint, Redis out of memory (noeviction) is 503, a pickle in a session key"),

@@ -8,7 +8,7 @@ the schemas' dumps, refusals of numbers JSON cannot carry included.
 
 import math
 
-from ..store.profiles import Profile
+from ..store.profile_record import Profile
 
 
 def public_profile_body(profile: Profile) -> dict:

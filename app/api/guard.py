@@ -10,11 +10,13 @@ from typing import NamedTuple
 from flask import g, request
 
 from ..audit import audit
-from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
+from ..challenges import Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
+from ..errors import ApiError
 from ..metrics import count_dpop_refusal
 from ..security import require_csrf_header
 from ..sessions.credentials import SessionTokens
-from ..store.profiles import NoProfile, Profile, Profiles, SubjectClash, UnusableUsername
+from ..store.profile_record import Profile
+from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import AccessTokens, IntrospectedTokens, Principal
 from ..tokens.dpop import DpopProofs
 from .step_up import StepUpPolicy

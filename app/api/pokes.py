@@ -8,7 +8,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from ..errors import PokeFailed
 from ..store import Store
 from ..store.pokes import PokeResult
-from ..store.profiles import normalize_username
+from ..store.profile_record import normalize_username
 from .guard import require_enabled
 from .schemas import poke_target
 

@@ -9,7 +9,7 @@ from ..extensions import services
 from ..metrics import poke_observed
 from ..openapi import openapi_document
 from ..prefixes import API_PREFIX
-from ..store.profiles import normalize_username
+from ..store.profile_record import normalize_username
 from ..tokens.dpop import dpop_challenge
 from .bodies import own_profile_body, public_profile_body
 from .pokes import poke

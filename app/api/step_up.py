@@ -5,7 +5,7 @@ guard checks it after every other check, and the OpenAPI document reads the same
 import time
 from dataclasses import dataclass
 
-from ..errors import InsufficientUserAuthentication
+from ..challenges import InsufficientUserAuthentication
 
 STEP_UP = "step_up_required"  # the attribute a view that needs step-up carries
 

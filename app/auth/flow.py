@@ -1,29 +1,27 @@
-"""The browser sign-in as a backend-for-frontend: start, callback, SPA code exchange, session, sign-out.
+"""The browser sign-in as a backend-for-frontend: start, callback, SPA code exchange, session, sign-out
+(what a token response becomes is app.auth.opener's).
 
 No token leaves the server: the browser only ever holds the session cookie.
 """
 
-import logging
 import re
 import secrets
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from flask import current_app, request, session
+from flask import request, session
 
 from ..audit import SILENT_DECLINED, audit
 from ..errors import LoginFailed
 from ..provider.authorization import AuthorizationRequests
 from ..provider.login_client import LoginClient
 from ..sessions.check import session_info
-from ..sessions.credentials import SessionTokens, proven_authentication
+from ..sessions.credentials import SessionTokens
 from ..sessions.records import audit_fields
-from ..sessions.user_agents import user_agent_label
 from ..store.logins import UsedStates
-from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
-from ..tokens import signed_in_identity
+from ..store.profiles import Profiles
+from .opener import SessionOpener
 from .pending import OTHER_BROWSER, NotPending, Pending, PendingSignIns, Started, nonce_of
 
-OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
 MAX_RETURN_TO = 512
 # The answers to a prompt=none sign-in that mean "the user would have to interact": the browser goes
@@ -36,8 +34,6 @@ UNKNOWN_SIGN_IN = "this sign-in is unknown, already used or expired; please sign
 OTHER_BROWSERS_SIGN_IN = (
     "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again"
 )
-
-log = logging.getLogger(__name__)
 
 
 def safe_return_to(value) -> str:
@@ -78,12 +74,11 @@ class SignIn:
         self._authorization = authorization
         self._pending = pending
         self._used_states = used_states
-        self._profiles = profiles
+        self._opener = SessionOpener(
+            login_client, profiles, session_tokens, scopes=scopes, session_cookie=session_cookie
+        )
         self._session_tokens = session_tokens
         self._redirect_uri = redirect_uri
-        self._scopes = scopes
-        # Every scope the app asked for beyond OpenID Connect's own must have been granted.
-        self._required_scopes = set(scopes.split()) - OIDC_SCOPES
         self._exchange_redirect_uris = exchange_redirect_uris
         self._post_logout_redirect_uri = post_logout_redirect_uri
         self._session_cookie = session_cookie
@@ -148,7 +143,7 @@ class SignIn:
             self._used_states.release(state)
             raise
         max_age = int(pending.max_age) if pending.max_age.isascii() and pending.max_age.isdigit() else None
-        self._establish_session(response, nonce=nonce_of(pending.verifier), max_age=max_age)
+        self._opener.open(response, nonce=nonce_of(pending.verifier), max_age=max_age)
         return pending.return_to
 
     def _check_response_issuer(self, iss) -> None:
@@ -165,56 +160,7 @@ class SignIn:
         if redirect_uri not in self._exchange_redirect_uris:
             raise LoginFailed("redirect_uri is not one this app accepts", code="invalid_request", reason="bad_request")
         response = self._client.exchange(code=code, verifier=code_verifier, redirect_uri=redirect_uri)
-        self._establish_session(response, nonce=nonce)
-
-    def _establish_session(self, response: dict, *, nonce: str | None, max_age: int | None = None) -> None:
-        """Check a token response, link the profile and start a fresh session holding the tokens."""
-        claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce, max_age=max_age)
-        sub = claims["sub"]
-        if response.get("scope") is None:  # RFC 6749 5.1: left out when it is what was asked for
-            response = {**response, "scope": self._scopes}
-        missing = sorted(self._required_scopes - set(str(response["scope"]).split()))
-        if missing:
-            raise LoginFailed(
-                f"the identity provider did not grant {' '.join(missing)}, which this app needs",
-                403,
-                reason="scope_not_granted",
-                sub=sub,
-            )
-        identity = signed_in_identity(claims, self._client.profile)
-        if not identity.subject:
-            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject", sub=sub)
-        try:
-            profile = self._profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
-        except SubjectClash as clash:
-            log.warning("refused subject link at sign-in: %s", clash.log_line())
-            raise LoginFailed(clash.message, 403, reason="subject_clash", sub=sub) from None
-        except UnusableUsername as error:
-            raise LoginFailed(str(error), 403, reason="unusable_username", sub=sub) from None
-        except NoProfile:
-            raise LoginFailed(
-                "this account has no username to make a profile from", 403, reason="no_username", sub=sub
-            ) from None
-        if profile.disabled:
-            raise LoginFailed(
-                "this account is disabled", 403, reason="account_disabled", sub=sub, user=profile.username
-            )
-        replaced = self._end_current_session()
-        if replaced:
-            audit("session.ended", reason="replaced", ended=[replaced["id"]], **audit_fields(replaced))
-        current_app.session_interface.regenerate(session)
-        session.clear()
-        record = self._session_tokens.start(
-            session.sid,
-            username=profile.username,
-            sub=sub,
-            response=response,
-            provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
-            user_agent=user_agent_label(request.headers.get("User-Agent")),
-            **proven_authentication(claims),
-        )
-        session.update(user=profile.username, signed_in_at=int(record["started"]), ends=record["ends"])
-        audit("signin.succeeded", **audit_fields(record))
+        self._opener.open(response, nonce=nonce)
 
     def session_info(self) -> dict:
         """Who is signed in, with which scopes, and until when; never a token, never an extension."""
@@ -224,7 +170,7 @@ class SignIn:
 
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""
-        record = self._end_current_session()
+        record = self._opener.end_current()
         audit("signout", **audit_fields(record))
         session.clear()
         if record and record.get("refresh_token"):
@@ -233,7 +179,3 @@ class SignIn:
             id_token=record.get("id_token") if record else None,
             post_logout_redirect_uri=self._post_logout_redirect_uri,
         )
-
-    def _end_current_session(self) -> dict | None:
-        cookie = request.cookies.get(self._session_cookie)
-        return self._session_tokens.end(cookie) if cookie else None

@@ -5,7 +5,8 @@ from functools import partial
 from flask import Blueprint, after_this_request, current_app, redirect, request
 from marshmallow import ValidationError
 
-from ..errors import LoginFailed, Unauthorized
+from ..challenges import Unauthorized
+from ..errors import LoginFailed
 from ..extensions import rate_limited, services
 from ..prefixes import AUTH_PREFIX
 from ..security import require_csrf_header, sent_csrf_header

@@ -15,7 +15,7 @@ from ..api.step_up import needs_step_up
 from ..auth import schemas as auth
 from ..provider.discovery import discovery_url
 from ..security import CSRF_HEADER
-from ..tokens.dpop import ALGORITHMS as DPOP_ALGORITHMS
+from ..tokens.dpop_jwt import ALGORITHMS as DPOP_ALGORITHMS
 from .api_paths import OPERATIONS as API_OPERATIONS
 from .api_paths import api_paths
 from .auth_paths import OPERATIONS as AUTH_OPERATIONS

@@ -41,12 +41,12 @@ def signed_claims(provider: Provider, token: str) -> tuple[dict, dict]:
     if "crit" in header:  # no JWS extension is understood here, so every critical one is refused (RFC 7515 4.1.11)
         raise BadToken("the token has an unsupported critical header")
     kid = header.get("kid")
-    key = provider.key(kid) if kid is None or isinstance(kid, str) else None
+    key = provider.signing_keys.key(kid) if kid is None or isinstance(kid, str) else None
     if key is None:
         raise BadToken("the token was not signed by a known key")
     if not _verifies(compact, key):
         # A provider may rotate a key and keep its kid: re-read the keys (rate-limited) and try once more.
-        renewed = provider.key_again(kid, key)
+        renewed = provider.signing_keys.key_again(kid, key)
         if renewed is None or not _verifies(compact, renewed):
             raise BadToken("the token's signature is invalid")
     try:

@@ -3,7 +3,8 @@ answers that name no subject (RFC 7662 makes `sub` optional)."""
 
 import requests
 
-from ..errors import ProviderUnavailable, SubjectUnknown
+from ..challenges import SubjectUnknown
+from ..errors import ProviderUnavailable
 from ..metrics import provider_call
 from .discovery import Provider
 from .vendors import ProviderProfile

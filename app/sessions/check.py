@@ -1,7 +1,7 @@
 """The session check (GET /auth/session): who is signed in, what the sign-in proved and when the
 session ends, read without extending it: only sign-in and API calls keep a session alive."""
 
-from ..errors import Unauthorized
+from ..challenges import Unauthorized
 from .credentials import SessionTokens
 from .records import sign_in_proof
 

@@ -1,5 +1,6 @@
 """The tokens behind browser sessions: created at sign-in, read per request, refreshed near expiry
-(app.sessions.refresh: one request at a time per session), removed at sign-out.
+(app.sessions.refresh: one request at a time per session), removed at sign-out; how long each session
+lasts is app.sessions.lifetime's.
 
 At rest the three tokens are sealed (app.sessions.sealing) under a key only the cookie opens; the rest of
 the record (user, times, version) stays readable for the compare-and-set and "your sessions". A
@@ -10,29 +11,18 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from ..errors import SessionEnded
 from ..provider.login_client import LoginClient
-from ..store.profiles import Profile
+from ..store.profile_record import Profile
 from ..store.session_index import SessionIndex
 from ..store.tokensets import TokenSets
 from .interface import session_ref
-from .records import SessionRecords, needs_refresh, sign_in_proof, well_formed, with_response
+from .lifetime import Lifetime
+from .records import SessionRecords, needs_refresh, proven_authentication, sign_in_proof, with_response
 from .refresh import Refresher
+from .rotation import Renaming
 from .sealing import Sealer
 
-IDLE_TOUCH_SLACK_MS = 60_000
 SESSION_USERS_CACHED = 100_000
-
-
-def proven_authentication(claims: dict) -> dict:
-    """The ID token's `acr` (a string), `amr` (a list of strings) and `auth_time` (an integer), each
-    None when it is absent or of another type."""
-    acr, amr, auth_time = claims.get("acr"), claims.get("amr"), claims.get("auth_time")
-    return {
-        "acr": acr if isinstance(acr, str) and acr else None,
-        "amr": list(amr) if isinstance(amr, list) and all(isinstance(m, str) for m in amr) else None,
-        "auth_time": auth_time if isinstance(auth_time, int) and not isinstance(auth_time, bool) else None,
-    }
 
 
 @dataclass(frozen=True)
@@ -68,9 +58,9 @@ class SessionTokens:
         self._secret_key = secret_key
         self._fallbacks = tuple(secret_key_fallbacks)
         self._sealer = Sealer(secret_key, list(secret_key_fallbacks))
-        self._idle_timeout = idle_timeout
-        self._max_age = max_age
         self._records = SessionRecords(token_sets, self._sealer)
+        self._lifetime = Lifetime(token_sets, self._records, idle_timeout=idle_timeout, max_age=max_age)
+        self._renaming = Renaming(token_sets, index, self._fallbacks)
         self._refresher = Refresher(
             self._records,
             token_sets,
@@ -106,7 +96,7 @@ class SessionTokens:
             "user": username,
             "sub": sub,
             "started": now,
-            "ends": now + self._max_age,
+            "ends": self._lifetime.end_of(now),
             "refresh_token": None,
             "id_token": None,
             "scope": "",
@@ -116,7 +106,7 @@ class SessionTokens:
         }
         record = with_response(base, response, now)
         ref = self._ref(sid)
-        self._records.create(sid, ref, record, self._ttl_ms(record, now))
+        self._records.create(sid, ref, record, self._lifetime.ttl_ms(record, now))
         entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
         self._index.add(sub=sub, session_id=record["id"], entry=entry, provider_sid=provider_sid)
         return record
@@ -142,7 +132,7 @@ class SessionTokens:
         only: a look never extends a session; SessionEnded without one."""
         ref = self._ref(sid)
         record, ttl_ms = self._records.load(sid, ref)
-        return self._lasting(ref, record), time.time() + max(0, ttl_ms) / 1000
+        return self._lifetime.lasting(ref, record), time.time() + max(0, ttl_ms) / 1000
 
     def revocable_refresh_token(self, ref: str) -> str | None:
         """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
@@ -151,24 +141,7 @@ class SessionTokens:
 
     def migrate(self, sid: str) -> None:
         """Move a session stored under a SECRET_KEY_FALLBACKS name to its name under SECRET_KEY."""
-        ref = self._ref(sid)
-        if not self._fallbacks or self._token_sets.exists(ref):
-            return
-        for old in self._fallbacks:
-            stored = self._token_sets.move(session_ref(old, sid), ref)
-            if stored and not well_formed(stored):
-                return  # not indexed: opening it ends the session and removes it
-            if stored:
-                entry = {
-                    "ref": ref,
-                    "started": stored["started"],
-                    "ends": stored["ends"],
-                    "user_agent": stored.get("user_agent", "unknown browser"),
-                }
-                self._index.add(
-                    sub=stored["sub"], session_id=stored["id"], entry=entry, provider_sid=stored.get("provider_sid")
-                )
-                return
+        self._renaming.move(sid, self._ref(sid))
 
     def credential_for_cookie(self, cookie: str) -> SessionCredential:
         """A usable access token for the session the cookie names, refreshed when near expiry, with the
@@ -206,23 +179,9 @@ class SessionTokens:
         return self._live(ref, record, ttl_ms)
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
-        record = self._lasting(ref, record)
+        record = self._lifetime.lasting(ref, record)
         self._remember_user(ref, record["user"])
-        now = time.time()
-        wanted_ms = self._ttl_ms(record, now)
-        # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
-        if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
-            self._token_sets.extend(ref, wanted_ms)
-        return record
-
-    def _lasting(self, ref: str, record: dict | None) -> dict:
-        """`record` while its session lasts; SessionEnded, its end audited, when it is gone or past its end."""
-        if record is None:
-            self._records.found_ended(ref)
-            raise SessionEnded()
-        if time.time() >= record["ends"]:
-            self._records.end_at_limit(ref, record)
-            raise SessionEnded()
+        self._lifetime.used(ref, record, ttl_ms)
         return record
 
     def _remember_user(self, ref: str, username: str) -> None:
@@ -230,6 +189,3 @@ class SessionTokens:
             if len(self._session_users) >= self._users_cached:
                 self._session_users.clear()
             self._session_users[ref] = username
-
-    def _ttl_ms(self, record: dict, now: float) -> int:
-        return max(1, int(min(self._idle_timeout, record["ends"] - now) * 1000))

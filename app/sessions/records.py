@@ -1,7 +1,7 @@
 """A browser session's token record as stored: one Redis key per session, its tokens sealed under the
 session cookie (app.sessions.sealing), versioned for compare-and-set. A record no key opens, or one from
 before sealing, ends its session. How a session ended by itself (idle, absolute, malformed) is audited
-here, when its browser comes back."""
+here, when its browser comes back; what its sign-in proved (acr, amr, auth_time) is written and read here."""
 
 import logging
 import math
@@ -145,6 +145,17 @@ def still_valid(record: dict) -> bool:
 def audit_fields(record: dict | None) -> dict:
     """Who a session's audit event names: its user, subject and public id (never the cookie or a token)."""
     return {"sub": record["sub"], "user": record["user"], "session": record["id"]} if record else {}
+
+
+def proven_authentication(claims: dict) -> dict:
+    """The ID token's `acr` (a string), `amr` (a list of strings) and `auth_time` (an integer), each
+    None when it is absent or of another type."""
+    acr, amr, auth_time = claims.get("acr"), claims.get("amr"), claims.get("auth_time")
+    return {
+        "acr": acr if isinstance(acr, str) and acr else None,
+        "amr": list(amr) if isinstance(amr, list) and all(isinstance(m, str) for m in amr) else None,
+        "auth_time": auth_time if isinstance(auth_time, int) and not isinstance(auth_time, bool) else None,
+    }
 
 
 def sign_in_proof(record: dict) -> dict:

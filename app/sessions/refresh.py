@@ -11,7 +11,8 @@ import secrets
 import time
 
 from ..audit import SUPERSEDED, audit
-from ..errors import LoginFailed, ProviderUnavailable, SessionEnded, Unavailable
+from ..challenges import SessionEnded
+from ..errors import LoginFailed, ProviderUnavailable, Unavailable
 from ..provider.login_client import LoginClient, RefreshRejected
 from ..store.tokensets import TokenSets
 from .records import SessionRecords, audit_fields, needs_refresh, still_valid, with_response

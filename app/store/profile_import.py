@@ -2,14 +2,14 @@
 profile as read, then its fields are written only if that profile is still as it was read (one script
 on its key), and its subject linked only if the subject is still free (one script on the link's key).
 So an import racing a first sign-in never gives one subject two profiles or one profile two subjects:
-whichever loses changes nothing. A refused record undoes the records written before it."""
+whichever loses changes nothing. A refused record undoes the records written before it. What each
+record writes is decided by app.store.import_plan."""
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .batches import BATCH, run_script_many
-from .profiles import Profile, Profiles
+from .import_plan import ImportCounts, ImportRecord, ImportRefused, Planned, counts, plan
+from .profiles import Profiles
 
 # Write the fields (ARGV[3..]) only if the profile still exists as read (ARGV[1] '1' or '0') with the
 # owner read (ARGV[2], '' for none). Returns 1 when written, else '-' (no profile) or '=' .. its owner.
@@ -32,41 +32,6 @@ redis.call('DEL', KEYS[1])
 if #ARGV > 1 then redis.call('HSET', KEYS[1], unpack(ARGV, 2)) end
 return 1
 """
-
-
-class ImportRefused(Exception):
-    """A record that may not be written, and why; nothing of the import was written."""
-
-    def __init__(self, index: int, field: str, reason: str):
-        super().__init__(reason)
-        self.index, self.field, self.reason = index, field, reason
-
-
-@dataclass
-class ImportRecord:
-    """A validated record: its normalized username, the fields it gives, and its subject, if any."""
-
-    username: str
-    fields: dict
-    sub: str | None = None
-
-
-@dataclass
-class ImportCounts:
-    """What an import did: profiles created, changed, and found already as the file says."""
-
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-
-
-@dataclass
-class _Planned:
-    index: int
-    profile: Profile  # the record merged over the stored profile
-    fields: list[str]  # what the write sets: the record's own fields (all of them for a new profile)
-    read: dict  # the stored profile's raw hash as read ({} when there was none)
-    replaced_sub: str | None  # the subject a relink takes the profile away from
 
 
 class ProfileImport:
@@ -94,14 +59,14 @@ class ProfileImport:
         for start in range(0, len(records), BATCH):
             batch = records[start : start + BATCH]
             for offset, (record, raw, linked) in enumerate(zip(batch, *self._read(batch), strict=True)):
-                planned.append(self._plan(start + offset, record, relink, create, raw, linked))
+                planned.append(plan(start + offset, record, relink, create, raw, linked))
             progress(len(batch))
         for start in range(0, len(planned), BATCH):
             self._write_batch(planned, start)
             progress(len(planned[start : start + BATCH]))
-        return _counts(planned)
+        return counts(planned)
 
-    def _write_batch(self, planned: list[_Planned], start: int) -> None:
+    def _write_batch(self, planned: list[Planned], start: int) -> None:
         """Write planned[start:start + BATCH] (one round trip, then one per new link); a refused record
         undoes every record written before it and after it in the batch, and raises ImportRefused."""
         batch = planned[start : start + BATCH]
@@ -129,7 +94,7 @@ class ProfileImport:
         linked = [links[record.sub].decode() if record.sub and links[record.sub] else None for record in records]
         return answers[: len(records)], linked
 
-    def _write_all(self, steps: list[_Planned]) -> list:
+    def _write_all(self, steps: list[Planned]) -> list:
         """Each step's conditional write (_WRITE_IF_UNCHANGED), in one round trip: its results."""
         calls = []
         for step in steps:
@@ -137,30 +102,7 @@ class ProfileImport:
             calls.append(([self._keys.user(step.profile.username)], expected + step.fields))
         return run_script_many(self._redis, self._write, calls)
 
-    def _plan(
-        self, index: int, record: ImportRecord, relink: bool, create: bool, raw: dict, linked: str | None
-    ) -> _Planned:
-        existing = Profile.from_hash(raw) if raw else None
-        if existing and create:
-            raise ImportRefused(index, "username", f"profile {record.username} already exists")
-        owner = existing.sub if existing else None
-        replaced = owner if owner and record.sub and record.sub != owner else None
-        if replaced and not relink:
-            why = f"profile {record.username} is linked to another subject; use --relink to change it"
-            raise ImportRefused(index, "sub", why)
-        if linked and linked != record.username:
-            raise ImportRefused(index, "sub", f"subject is linked to profile {linked}")
-        base = existing or Profile(record.username, record.username, record.username)
-        # A field the record leaves out keeps its stored value, the link included: it is not written.
-        merged = dataclasses.replace(base, **record.fields, sub=record.sub or owner)
-        given = set(record.fields) | ({"sub"} if record.sub else set())
-        fields = [
-            item for name, value in merged.to_hash().items() if not raw or name in given for item in (name, value)
-        ]
-        read = {key.decode(): value.decode() for key, value in raw.items()}
-        return _Planned(index, merged, fields, read, replaced)
-
-    def _apply(self, step: _Planned, result) -> tuple[str, str] | None:
+    def _apply(self, step: Planned, result) -> tuple[str, str] | None:
         """Finish one planned record its conditional write answered `result`; else the field and the reason
         it may not be, nothing of it written."""
         username, sub = step.profile.username, step.profile.sub
@@ -179,7 +121,7 @@ class ProfileImport:
             self._links.unlink(step.replaced_sub, username)
         return None
 
-    def _revert(self, step: _Planned, *, linked: bool = True) -> None:
+    def _revert(self, step: Planned, *, linked: bool = True) -> None:
         """Put one written record's profile and subject links back as they were read."""
         username, sub = step.profile.username, step.profile.sub
         if linked and sub and sub != step.read.get("sub"):
@@ -191,18 +133,6 @@ class ProfileImport:
 
 
 NOTHING = "; nothing was imported, run it again"
-
-
-def _counts(planned: list[_Planned]) -> ImportCounts:
-    counts = ImportCounts()
-    for step in planned:
-        if not step.read:
-            counts.created += 1
-        elif all(step.read.get(name) == value for name, value in zip(step.fields[::2], step.fields[1::2], strict=True)):
-            counts.unchanged += 1  # every field the record gives is already stored
-        else:
-            counts.updated += 1
-    return counts
 
 
 def _change(read: dict, found: str) -> str:

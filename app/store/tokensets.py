@@ -3,14 +3,17 @@
 import json
 import time
 
+from .active_sessions import ActiveSessions
 from .replicas import ConfirmedWrites
 from .rotations import PendingRotations, Rotation, unavailable
 
-# Replace the record only if it still has the version the caller read; keep its TTL.
+# Replace the record only if it still has the version the caller read (a record that is not a JSON object
+# has none); keep its TTL.
 _REPLACE = """
 local current = redis.call('GET', KEYS[1])
 if not current then return 0 end
-if cjson.decode(current)['v'] ~= tonumber(ARGV[1]) then return 0 end
+local ok, stored = pcall(cjson.decode, current)
+if not ok or type(stored) ~= 'table' or stored['v'] ~= tonumber(ARGV[1]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
 return 1
 """
@@ -18,7 +21,9 @@ return 1
 # Remove the record only if it still has the version the caller read.
 _DELETE_IF = """
 local current = redis.call('GET', KEYS[1])
-if not current or cjson.decode(current)['v'] ~= tonumber(ARGV[1]) then return 0 end
+if not current then return 0 end
+local ok, stored = pcall(cjson.decode, current)
+if not ok or type(stored) ~= 'table' or stored['v'] ~= tonumber(ARGV[1]) then return 0 end
 return redis.call('DEL', KEYS[1])
 """
 
@@ -55,13 +60,14 @@ class TokenSets:
         self._delete_if = redis.register_script(_DELETE_IF)
         self._held: dict[tuple[str, str], float] = {}  # (ref, owner) -> when this process's refresh lock expires
         self._rotations = PendingRotations(self._replace_confirmed, self._release_lock)
+        self.active = ActiveSessions(redis, keys)
 
     def create(self, ref: str, record: dict, ttl_ms: int, *, end: dict, end_ttl_ms: int) -> None:
         """Store a new token set (version 1) for the session `ref`, confirmed on a replica, and `end` (who and
         until when, no token) for `end_ttl_ms`: what take_end tells once the token set expired."""
         key = self._keys.token_set(ref)
         also = [
-            *self._active_marks(ref, ttl_ms),
+            *self.active.marks(ref, ttl_ms),
             ("SET", self._keys.session_end(ref), json.dumps(end), "PX", end_ttl_ms),
         ]
         self._confirmed.execute("session", key, [("SET", key, json.dumps({**record, "v": 1}), "PX", ttl_ms)], also)
@@ -114,7 +120,7 @@ class TokenSets:
         pipe = self._redis.pipeline(transaction=False)
         pipe.pexpire(self._keys.token_set(ref), ttl_ms)
         pipe.pexpire(self._keys.session(ref), ttl_ms)
-        self._mark_active(pipe, ref, ttl_ms, only_known=True)
+        self.active.mark(pipe, ref, ttl_ms, only_known=True)
         pipe.execute()
 
     def delete(self, ref: str) -> int:
@@ -162,32 +168,10 @@ class TokenSets:
         ):
             if raw and ttl > 0:
                 pipe.set(key, raw, px=ttl, nx=True)
-        self._mark_active(pipe, new, tokens_ttl)
+        self.active.mark(pipe, new, tokens_ttl)
         pipe.execute()
         self.delete(old)
         return _parsed(raw_tokens) or None
-
-    def count_active(self) -> int:
-        """How many sessions are alive now: one sorted set of session -> expiry, its expired
-        members dropped first, so counting never scans the keyspace."""
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.zremrangebyscore(self._keys.active_sessions(), "-inf", int(time.time() * 1000))
-        pipe.zcard(self._keys.active_sessions())
-        return pipe.execute()[1]
-
-    def _mark_active(self, pipe, ref: str, ttl_ms: int, *, only_known: bool = False) -> None:
-        for command in self._active_marks(ref, ttl_ms, only_known=only_known):
-            pipe.execute_command(*command)
-
-    def _active_marks(self, ref: str, ttl_ms: int, *, only_known: bool = False) -> list[tuple]:
-        # Score = the session's expiry in ms; extending an ended session must not bring it back.
-        # Ended members go with each write, so the set stays bounded whether or not /metrics is read.
-        now_ms = int(time.time() * 1000)
-        active = self._keys.active_sessions()
-        return [
-            ("ZREMRANGEBYSCORE", active, "-inf", now_ms),
-            ("ZADD", active, *(["XX"] if only_known else []), now_ms + ttl_ms, ref),
-        ]
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
         """Take the session's refresh lock for `ttl_ms`, confirmed on a replica (a failover that lost it would

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from joserfc.errors import ExpiredTokenError, InvalidClaimError, JoseError
 from joserfc.jwt import JWTClaimsRegistry
 
-from ..errors import InvalidToken
+from ..challenges import InvalidToken
 from ..provider.discovery import Provider
 from ..provider.signatures import BadToken, audiences_of, is_number, signed_claims
 from ..provider.vendors import CLIENT_ALLOWLIST, PROFILES, ProviderProfile
@@ -99,7 +99,7 @@ class AccessTokens:
 
     def _remember(self, token: str, principal: Principal) -> None:
         with self._cache_lock:
-            until = min(principal.expires_at + self._leeway, self._provider.keys_trusted_until())
+            until = min(principal.expires_at + self._leeway, self._provider.signing_keys.trusted_until())
             self._cache[token] = (principal, until)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)

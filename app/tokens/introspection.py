@@ -8,7 +8,8 @@ from email.utils import parsedate_to_datetime
 
 import requests
 
-from ..errors import InvalidToken, ProviderBusy, ProviderUnavailable, SubjectUnknown
+from ..challenges import InvalidToken, SubjectUnknown
+from ..errors import ProviderBusy, ProviderUnavailable
 from ..metrics import provider_call
 from ..provider.discovery import Provider
 from ..provider.signatures import audiences_of

@@ -3,7 +3,7 @@
 import math
 from dataclasses import dataclass
 
-from ..errors import InvalidToken
+from ..challenges import InvalidToken
 from ..provider.vendors import ProviderProfile
 
 

@@ -49,9 +49,11 @@ def callback_path(callback_url: str) -> str:
     return f"{parts.path}?{parts.query}"
 
 
-def signed_in_client(app, username: str, http: requests.Session | None = None):
-    """An in-process test client signed in as `username` through the real provider."""
-    client = app.test_client()
+def signed_in_client(app, username: str, http: requests.Session | None = None, *, client=None):
+    """An in-process test client signed in as `username` through the real provider, with `http` as the
+    browser's side at the provider; with `client`, that browser signs in again (a new session replaces
+    its current one)."""
+    client = client or app.test_client()
     authorize = start_login(client)
     callback = oidc_driver.login_at_idp(http or requests.Session(), authorize, username, PASSWORD)
     remember_secrets(*_code_and_state(callback))

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from app import create_app
 from app.store.keys import Keys
-from app.store.profiles import Profile, Profiles
+from app.store.profile_record import Profile
+from app.store.profiles import Profiles
 from bench.peers import fastapi_peer, flask_peer
 from config import Config
 from tests.helpers.real_services import delete_prefix, import_demo_users, integration_env

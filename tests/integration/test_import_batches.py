@@ -8,7 +8,7 @@ import pytest
 
 from app.extensions import services
 from app.store import profile_import
-from app.store.profile_import import ImportRecord, ImportRefused
+from app.store.import_plan import ImportRecord, ImportRefused
 
 pytestmark = pytest.mark.integration
 

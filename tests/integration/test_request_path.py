@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis as redis_py
 
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from tests.helpers.settings import CSRF
 from tests.helpers.signin import signed_in_client
 

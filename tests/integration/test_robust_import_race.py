@@ -18,7 +18,7 @@ import requests
 
 from app import create_app
 from app.extensions import services
-from app.store.profile_import import ImportCounts, ImportRecord, ImportRefused
+from app.store.import_plan import ImportCounts, ImportRecord, ImportRefused, plan
 from app.store.profiles import SubjectClash
 from config import Config
 from dev import oidc_driver
@@ -135,7 +135,7 @@ def test_a_refused_record_undoes_the_records_written_before_it(two_processes, re
     records = [ImportRecord("early", {"stats": STATS}, "early-sub"), ImportRecord("late", {"stats": STATS})]
     with web.app_context():
         importer = services().store.profile_import
-        planned = [importer._plan(index, record, False, False, {}, None) for index, record in enumerate(records)]
+        planned = [plan(index, record, False, False, {}, None) for index, record in enumerate(records)]
         assert importer._apply(planned[0], importer._write_all(planned[:1])[0]) is None
         services().store.profiles.link_subject(SIGNIN_SUB, "late", "Late")  # the sign-in between the writes
         refused = importer._apply(planned[1], importer._write_all(planned[1:])[0])

@@ -1,5 +1,6 @@
 """Session security past the basics, against the real provider and Redis: a refresh token revoked
-at sign-out is dead at the provider, and "your sessions" lists, ends one or ends all others."""
+at sign-out, or when a new sign-in in the same browser replaces its session, is dead at the provider,
+and "your sessions" lists, ends one or ends all others."""
 
 import re
 
@@ -7,6 +8,8 @@ import pytest
 import requests
 
 from dev import oidc_driver
+from dev.services import free_port
+from tests.helpers.real_services import start_own_idp
 from tests.helpers.settings import CSRF
 from tests.helpers.signin import cookie_value, signed_in_client, stored_session_tokens
 
@@ -23,6 +26,70 @@ def test_a_refresh_token_revoked_at_logout_gets_invalid_grant_from_the_provider(
     other = signed_in_client(app, "bob", requests.Session())
     alive = oidc_driver.refresh(idp.issuer, "profile-poke-web", stored_session_tokens(app, other)["refresh_token"])
     assert alive.status_code == 200 and alive.json()["refresh_token"]
+
+
+@pytest.fixture(scope="module")
+def sid_idp(workdir, idp):
+    """A dev provider of the module's own whose ID tokens name the provider session (`sid`): it has a
+    back-channel logout URI, on a port where nothing listens (no provider session ends here)."""
+    server, provider = start_own_idp(
+        workdir, idp.app_ports, IDP_BACKCHANNEL_LOGOUT_URI=f"http://127.0.0.1:{free_port()}/auth/backchannel-logout"
+    )
+    yield provider
+    server.stop()
+
+
+def signed_in_twice(app, first: str, second: str, *, same_provider_session: bool):
+    """A browser signed in as `first`, then again as `second`; the provider sessions behind the two
+    sign-ins are one (single sign-on) or two. Returns the replaced session's tokens and the current one's."""
+    http = requests.Session()
+    client = signed_in_client(app, first, http)
+    replaced = stored_session_tokens(app, client)
+    signed_in_client(app, second, http if same_provider_session else requests.Session(), client=client)
+    current = stored_session_tokens(app, client)
+    assert (current["user"], current["id"] != replaced["id"]) == (second, True)
+    return replaced, current
+
+
+def refresh_answer(idp, refresh_token: str) -> tuple[int, str | None]:
+    """The provider's answer to a refresh with `refresh_token`: its status and error code (None on 200)."""
+    answer = oidc_driver.refresh(idp.issuer, "profile-poke-web", refresh_token)
+    return answer.status_code, answer.json().get("error")
+
+
+def test_a_session_another_users_sign_in_replaces_in_the_same_browser_has_its_refresh_token_revoked(app, idp):
+    replaced, current = signed_in_twice(app, "alice", "bob", same_provider_session=False)
+    assert refresh_answer(idp, replaced["refresh_token"]) == (400, "invalid_grant")
+    # The new session's refresh token works: the refusal is the old one's revocation, nothing wider.
+    assert refresh_answer(idp, current["refresh_token"]) == (200, None)
+
+
+def test_a_session_its_user_replaces_through_a_new_provider_session_has_its_refresh_token_revoked(make_app, sid_idp):
+    app = make_app(sid_idp)
+    replaced, current = signed_in_twice(app, "alice", "alice", same_provider_session=False)
+    assert None is not replaced["provider_sid"] != current["provider_sid"] is not None
+    assert refresh_answer(sid_idp, replaced["refresh_token"]) == (400, "invalid_grant")
+    assert refresh_answer(sid_idp, current["refresh_token"]) == (200, None)
+
+
+@pytest.mark.parametrize("sid", [True, False], ids=["same-sid", "no-sid"])
+def test_a_new_sign_in_through_the_same_provider_session_keeps_the_new_sessions_refresh_token_alive(
+    make_app, idp, sid_idp, sid
+):
+    # Single sign-on (a step-up, a second click on "sign in") gets tokens of the same grant: revoking the
+    # replaced session's refresh token would end the new session's as well. Without a `sid` to compare,
+    # the same user may be in the same provider session, so nothing is revoked either.
+    provider = sid_idp if sid else idp
+    app = make_app(provider)
+    replaced, current = signed_in_twice(app, "alice", "alice", same_provider_session=True)
+    assert current["provider_sid"] == replaced["provider_sid"] and (current["provider_sid"] is not None) == sid
+    rotated = oidc_driver.refresh(provider.issuer, "profile-poke-web", current["refresh_token"])
+    assert rotated.status_code == 200, rotated.text
+    # Why: revoked, the replaced session's refresh token takes the new session's newest one with it.
+    revocation = oidc_driver.discover(provider.issuer)["revocation_endpoint"]
+    revoke = {"token": replaced["refresh_token"], "token_type_hint": "refresh_token", "client_id": "profile-poke-web"}
+    requests.post(revocation, data=revoke, timeout=10).raise_for_status()
+    assert refresh_answer(provider, rotated.json()["refresh_token"]) == (400, "invalid_grant")
 
 
 def sessions_of(client) -> list[dict]:

@@ -1,9 +1,9 @@
 """Fixtures of the fast tests that need a provider of their own: a key made once per module, a stub
-issuer or a stub OpenID provider publishing it, and the discovery cache's clock."""
+issuer or a stub OpenID provider publishing it, and the clock of the discovery and signing-key caches."""
 
 import pytest
 
-from app.provider import discovery
+from app.provider import discovery, signing_keys
 from tests.helpers.clock import FakeClock
 from tests.helpers.stub_issuer import StubIssuer
 from tests.helpers.stub_op import StubOP
@@ -36,4 +36,5 @@ def clock(monkeypatch):
     a busy machine made it between two calls (a 0.2 s max age can pass between any two lines)."""
     fake = FakeClock()
     monkeypatch.setattr(discovery, "time", fake)
+    monkeypatch.setattr(signing_keys, "time", fake)
     return fake

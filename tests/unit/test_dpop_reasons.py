@@ -9,8 +9,9 @@ from pathlib import Path
 from app.metrics import DPOP_REFUSAL_REASONS, DPOP_REFUSALS, KNOWN_LABELS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-# The calls that count a refusal: the counter itself anywhere, and dpop.py's refusal builder.
-COUNTING = {"count_dpop_refusal": "app", "_refused": "app/tokens/dpop.py"}
+# The calls that count a refusal: the counter itself anywhere, and the refusal builder of app/tokens/dpop_jwt.py
+# (used there and in dpop.py).
+COUNTING = {"count_dpop_refusal": "app", "refusal": "app/tokens"}
 
 
 def counted_reasons() -> list[tuple[str, object]]:
@@ -19,7 +20,7 @@ def counted_reasons() -> list[tuple[str, object]]:
     for path in sorted((ROOT / "app").rglob("*.py")):
         tree = ast.parse(path.read_text())
         forwarders = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name in COUNTING]
-        forwarded = {id(inner) for forwarder in forwarders for inner in ast.walk(forwarder)}  # `_refused` itself
+        forwarded = {id(inner) for forwarder in forwarders for inner in ast.walk(forwarder)}  # `refusal` itself
         for node in ast.walk(tree):
             if id(node) in forwarded:
                 continue

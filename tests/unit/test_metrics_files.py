@@ -4,7 +4,7 @@ created (it exists empty for a moment) is skipped instead of failing the whole s
 from prometheus_client import generate_latest
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 
-from app.metrics import _registry
+from app.metrics_endpoint import _registry
 
 
 def test_a_metrics_file_still_being_created_does_not_fail_the_scrape(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.sampling import (
 
 import gunicorn_logger
 from app import tracing
-from app.error_responses import AnswerEveryRequest
+from app.last_resort import AnswerEveryRequest
 from app.tracing import TracedApp
 
 SAMPLERS = {
@@ -162,7 +162,7 @@ def test_an_exception_that_escapes_every_layer_is_a_500_and_a_log_line_without_t
 
     client = Flask(__name__).test_client()
     client.application.wsgi_app = AnswerEveryRequest(failing)
-    with caplog.at_level(logging.ERROR, logger="app.error_responses"):
+    with caplog.at_level(logging.ERROR, logger="app.last_resort"):
         response = client.get("/auth/callback?code=c0de&state=s7ate")
     assert response.status_code == 500 and response.json == {
         "error": {"code": "internal_error", "message": "something went wrong"}

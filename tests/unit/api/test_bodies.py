@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from app.api.bodies import own_profile_body, public_profile_body
 from app.api.schemas import OwnProfileEnvelopeSchema, PublicProfileSchema
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 
 PUBLIC, OWN = PublicProfileSchema(), OwnProfileEnvelopeSchema()
 

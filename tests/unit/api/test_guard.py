@@ -6,9 +6,9 @@ from flask import g, request
 
 from app.api import guard
 from app.api.guard import require_enabled
-from app.errors import Forbidden, InsufficientScope, InvalidToken, Unauthorized
+from app.challenges import Forbidden, InsufficientScope, InvalidToken, Unauthorized
 from app.extensions import services
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from tests.helpers.settings import CSRF, SESSION_COOKIE
 
 SCOPE = "svc:profile.private"

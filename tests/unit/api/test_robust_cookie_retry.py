@@ -10,7 +10,7 @@ from app.sessions import refresh
 from app.sessions.interface import session_ref
 from app.sessions.sealing import Sealer
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.tokensets import TokenSets
 from config import Config
 from tests.helpers.clock import FakeClock

@@ -7,7 +7,7 @@ import pytest
 
 from app.api import routes
 from app.extensions import services
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from tests.helpers.apps import app_with_alice
 
 

@@ -9,10 +9,10 @@ from flask import g
 
 from app import create_app
 from app.api.guard import Caller
-from app.errors import Forbidden, InsufficientUserAuthentication
+from app.challenges import Forbidden, InsufficientUserAuthentication
 from app.extensions import services
 from app.provider.vendors import PROFILES
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.tokens.principal import build_principal
 from config import Config
 from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env

@@ -5,7 +5,7 @@ import pytest
 
 from app import create_app
 from app.api.step_up import StepUpPolicy
-from app.errors import InsufficientUserAuthentication
+from app.challenges import InsufficientUserAuthentication
 from config import Config, ConfigError
 from tests.helpers.settings import app_env
 

@@ -242,6 +242,30 @@ def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout
     }
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "revoked"),
+    [
+        ({"sid": "s1"}, {"sub": "user-sub-2", "preferred_username": "bob", "sid": "s1"}, True),  # another user
+        ({"sid": "s1"}, {"sid": "s2"}, True),  # its user again, through another provider session
+        ({"sid": "s1"}, {"sid": "s1"}, False),  # single sign-on: the new session's grant too
+        ({}, {}, False),  # no sid to compare
+    ],
+    ids=["another-user", "another-provider-session", "same-provider-session", "no-sid"],
+)
+def test_a_new_sign_in_revokes_the_refresh_token_of_the_session_it_replaces_unless_they_may_share_a_provider_session(
+    app, op, client, first, second, revoked
+):
+    id_tokens_with(op, **first)
+    assert sign_in(client).status_code == 302
+    replaced = token_set(app, client)["refresh_token"]
+    id_tokens_with(op, **second)
+    assert sign_in(client).status_code == 302
+    assert token_set(app, client)["refresh_token"] != replaced
+    assert [(form["token"], form["token_type_hint"]) for form in op.revocations] == (
+        [(replaced, "refresh_token")] if revoked else []
+    )
+
+
 def test_after_sign_out_the_old_cookie_opens_nothing(app, client):
     assert sign_in(client).status_code == 302
     old = cookie(client)

@@ -12,7 +12,7 @@ import requests
 
 from app import create_app
 from app.extensions import services
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.pages import error_page_message
 from tests.helpers.settings import CSRF, app_env

@@ -81,32 +81,32 @@ def test_a_provider_that_never_answers_is_unavailable_after_the_timeout():
 def test_a_known_key_is_used_without_fetching_the_keys_again(stub):
     provider = provider_of(stub.issuer, refetch_interval=0)
     for _ in range(3):
-        assert provider.key(stub.key.kid).kid == stub.key.kid
+        assert provider.signing_keys.key(stub.key.kid).kid == stub.key.kid
     assert stub.fetches["jwks"] == 1
 
 
 def test_an_encryption_key_never_verifies_signatures_and_the_signing_key_after_it_does(stub, other_key):
     stub.published = [jwk_of(other_key, kid="enc-1", use="enc"), stub.key]
     provider = provider_of(stub.issuer)
-    assert provider.key("enc-1") is None
-    assert provider.key(stub.key.kid).kid == stub.key.kid
+    assert provider.signing_keys.key("enc-1") is None
+    assert provider.signing_keys.key(stub.key.kid).kid == stub.key.kid
 
 
 def test_a_key_without_use_is_a_signing_key(stub, other_key):
     stub.published = [jwk_of(other_key, kid="no-use")]
-    assert provider_of(stub.issuer).key("no-use").kid == "no-use"
+    assert provider_of(stub.issuer).signing_keys.key("no-use").kid == "no-use"
 
 
 def test_a_token_without_kid_gets_the_one_key_without_a_kid(stub, other_key):
     keyless = jwk_of(other_key, use="sig")
     stub.published = [keyless]
-    found = provider_of(stub.issuer).key(None)
+    found = provider_of(stub.issuer).signing_keys.key(None)
     assert found is not None and found.as_dict(private=False)["n"] == keyless.as_dict(private=False)["n"]
 
 
 def test_a_token_without_kid_gets_no_key_when_the_provider_has_several(stub, other_key):
     stub.published = [stub.key, jwk_of(other_key, use="sig")]
-    assert provider_of(stub.issuer).key(None) is None
+    assert provider_of(stub.issuer).signing_keys.key(None) is None
 
 
 def test_each_fetch_is_counted_under_the_endpoint_name_operations_documents(stub, monkeypatch):
@@ -117,5 +117,5 @@ def test_each_fetch_is_counted_under_the_endpoint_name_operations_documents(stub
         return REGISTRY.get_sample_value("pp_idp_requests_total", labels) or 0.0
 
     before = {endpoint: fetched(endpoint) for endpoint in ("discovery", "jwks")}
-    provider_of(stub.issuer).key(stub.key.kid)
+    provider_of(stub.issuer).signing_keys.key(stub.key.kid)
     assert {endpoint: fetched(endpoint) - before[endpoint] for endpoint in before} == {"discovery": 1, "jwks": 1}

@@ -14,7 +14,7 @@ from app import create_app
 from app.extensions import services
 from app.sessions.backchannel import MAX_AGE
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.apps import app_with_alice
 from tests.helpers.settings import CSRF, app_env, session_cookie_name

@@ -14,7 +14,7 @@ from app.extensions import services
 from app.sessions.interface import session_ref
 from app.sessions.sealing import REVOCATION, Sealer, Unsealable
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.malformed_records import MALFORMATIONS, SESSION_CALLS
 from tests.helpers.settings import SESSION_COOKIE, app_env

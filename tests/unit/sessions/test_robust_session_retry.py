@@ -4,7 +4,8 @@ fakeredis (which runs the store's Lua) with a fake provider-facing login client 
 
 import pytest
 
-from app.errors import SESSION_ENDED, Unauthorized, Unavailable
+from app.challenges import SESSION_ENDED, Unauthorized
+from app.errors import Unavailable
 from app.sessions import refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref

@@ -6,14 +6,15 @@ import time
 
 import pytest
 
-from app.errors import SESSION_ENDED, ProviderUnavailable, Unauthorized, Unavailable
-from app.sessions import credentials, records, refresh
+from app.challenges import SESSION_ENDED, Unauthorized
+from app.errors import ProviderUnavailable, Unavailable
+from app.sessions import credentials, lifetime, records, refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref
 from app.sessions.refresh import WAIT_STEP
 from app.sessions.sealing import Sealer
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.session_index import SessionIndex
 from app.store.tokensets import TokenSets
 from tests.helpers.clock import FakeClock
@@ -56,7 +57,7 @@ def clock(monkeypatch):
     """The session tokens' clock, moved only by the test and by a waiter's own sleeps (WAIT_STEP each):
     whether a waiter sees another request's tokens before its wait runs out is staged, not raced."""
     fake = FakeClock()
-    for module in (credentials, records, refresh):  # one clock for the record, its life and its refresh
+    for module in (credentials, lifetime, records, refresh):  # one clock for the record, its life and its refresh
         monkeypatch.setattr(module, "time", fake)
     return fake
 

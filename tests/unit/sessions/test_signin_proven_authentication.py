@@ -3,7 +3,7 @@ only with its own type (a string, a list of strings, an integer), else None."""
 
 import pytest
 
-from app.sessions.credentials import proven_authentication
+from app.sessions.records import proven_authentication
 
 
 def test_acr_amr_and_auth_time_of_their_types_are_kept():

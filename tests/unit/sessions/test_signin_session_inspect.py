@@ -3,8 +3,8 @@ the guard reads it (fakeredis, the project's own clock)."""
 
 import pytest
 
-from app.errors import SessionEnded
-from app.sessions import credentials, records
+from app.challenges import SessionEnded
+from app.sessions import credentials, lifetime, records
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref
 from app.sessions.records import sign_in_proof
@@ -37,7 +37,7 @@ def tokens(fake_redis):
 @pytest.fixture
 def clock(monkeypatch):
     fake = FakeClock()
-    for module in (credentials, records):
+    for module in (credentials, lifetime, records):
         monkeypatch.setattr(module, "time", fake)
     return fake
 

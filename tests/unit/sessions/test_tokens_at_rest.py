@@ -13,7 +13,7 @@ from app.extensions import services
 from app.sessions.interface import session_ref
 from app.sessions.sealing import VERSION
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.sealed import opened_token_set
 from tests.helpers.settings import CSRF, SESSION_COOKIE, app_env

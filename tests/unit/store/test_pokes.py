@@ -4,7 +4,7 @@ import pytest
 
 from app.store.keys import Keys
 from app.store.pokes import COOLDOWN_MS, PokeOutcome, PokeResult, Pokes
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 
 KEYS = Keys("t:")
 

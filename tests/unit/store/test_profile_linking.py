@@ -6,8 +6,8 @@ import pytest
 from app import create_app
 from app.extensions import services
 from app.store import subject_links
-from app.store.profile_import import ImportRecord
-from app.store.profiles import Profile, normalize_username
+from app.store.import_plan import ImportRecord
+from app.store.profile_record import Profile, normalize_username
 from config import Config
 from tests.helpers.settings import app_env
 

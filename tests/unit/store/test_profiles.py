@@ -3,7 +3,8 @@
 import pytest
 
 from app.store.keys import Keys
-from app.store.profiles import Profile, Profiles, normalize_username
+from app.store.profile_record import Profile, normalize_username
+from app.store.profiles import Profiles
 
 KEYS = Keys("t:")
 

@@ -7,7 +7,7 @@ import pytest
 
 from app import create_app
 from app.extensions import services
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.settings import app_env
 

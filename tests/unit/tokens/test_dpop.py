@@ -17,8 +17,9 @@ from joserfc.jwk import ECKey, RSAKey
 from prometheus_client import REGISTRY
 
 from app.extensions import services
-from app.store.profiles import Profile
-from app.tokens.dpop import DpopNonces, normalized_url
+from app.store.profile_record import Profile
+from app.tokens.dpop import normalized_url
+from app.tokens.dpop_nonces import DpopNonces
 from tests.helpers import apps
 from tests.helpers.stub_issuer import b64url
 

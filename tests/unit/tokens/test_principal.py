@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.errors import InvalidToken
+from app.challenges import InvalidToken
 from app.provider import provider_profile
 from app.tokens.principal import build_principal
 

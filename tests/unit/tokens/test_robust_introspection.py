@@ -11,10 +11,11 @@ import time
 import fakeredis
 import pytest
 
-from app.errors import SubjectUnknown, TooManyTokenChecks
+from app.challenges import SubjectUnknown
+from app.errors import TooManyTokenChecks
 from app.extensions import services
 from app.store.keys import Keys
-from app.store.profiles import Profile
+from app.store.profile_record import Profile
 from app.store.token_checks import TokenChecks
 from app.tokens import introspection
 from app.tokens.introspection import REFUSED
