@@ -1,4 +1,4 @@
-"""What each piece of a request costs, in process: `python -m bench.request_path` (prints a table).
+"""What each piece of a request costs, in process: `python -m bench.studies.request_path` (prints a table).
 
 The app as production runs it (metrics on in multiprocess mode, the access log on, hiredis) against a
 real redis-server and the dev provider, called as `app.wsgi_app(environ, start_response)` with no

@@ -1,6 +1,6 @@
 """Measures what the service keeps in Redis: bytes per user profile (with its subject link), per
 browser session (session key + token set) and per poke cooldown, on a real redis-server with real
-tokens from the dev provider. Run: python -m bench.sizing (make sizing). Writes bench/results/sizing.md."""
+tokens from the dev provider. Run: python -m bench.studies.sizing (make sizing). Writes bench/results/sizing.md."""
 
 import json
 import secrets
@@ -16,7 +16,7 @@ from config import Config
 from dev import oidc_driver
 from dev.services import local_app_env
 
-from .servers import redis_and_provider
+from ..servers import redis_and_provider
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sizing.md"
 USERS, SESSIONS, POKES = 20_000, 200, 20_000
