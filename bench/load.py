@@ -4,8 +4,11 @@ fixed rate), with the CPU each process used while it ran."""
 import json
 import math
 import os
+import re
 import subprocess
+import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from dev.services import ROOT
 
@@ -106,7 +109,12 @@ def _wrk(label, window, threads, seconds, script, script_args, server_pid, redis
         argv += ["--", *script_args]
     pids = process_tree(server_pid)
     before = Reading.of(pids), Reading.of([redis_pid]), children_seconds()
-    output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    wrk = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    time.sleep(min(1.0, seconds / 2))
+    held = connections_by_process(urlsplit(window.url).port, pids)
+    output = wrk.communicate()[0]
+    if wrk.returncode:
+        raise subprocess.CalledProcessError(wrk.returncode, argv, output)
     after = Reading.of(pids), Reading.of([redis_pid]), children_seconds()
     figures = json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
     if figures["non_2xx"] or figures["socket_errors"]:
@@ -114,7 +122,17 @@ def _wrk(label, window, threads, seconds, script, script_args, server_pid, redis
             f"{label}: {figures['non_2xx']} non-2xx responses (e.g. {figures['bad_status']}), "
             f"{figures['socket_errors']} socket errors:\n{output[-2000:]}"
         )
-    return figures, _used(figures, pids, before, after)
+    return figures, {**_used(figures, pids, before, after), "connections": held}
+
+
+def connections_by_process(port: int, pids: list[int]) -> list[int]:
+    """How many established connections to `port` each of `pids` holds (`ss`), in the order of `pids`:
+    a kept-alive connection is served by the process that accepted it, for as long as it lasts."""
+    listing = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"], stdout=subprocess.PIPE, text=True
+    ).stdout
+    held = [int(pid) for pid in re.findall(r"pid=(\d+)", listing)]
+    return [held.count(pid) for pid in pids]
 
 
 def _used(figures: dict, pids: list[int], before: tuple, after: tuple) -> dict:
@@ -137,8 +155,9 @@ def _used(figures: dict, pids: list[int], before: tuple, after: tuple) -> dict:
 
 def _cpu_line(result: dict) -> str:
     shares = "/".join(f"{100 * share:.0f}" for share in result["cpu_shares"])
+    held = "/".join(str(count) for count in result["connections"])
     return (
-        f"CPU ms/req server {result['cpu_server_ms']:.3f} (% by process {shares}) redis "
+        f"CPU ms/req server {result['cpu_server_ms']:.3f} (% by process {shares}; connections {held}) redis "
         f"{result['cpu_redis_ms']:.3f} wrk {result['cpu_wrk_ms']:.3f}, "
         f"{result['switches_per_request']:.1f} switches/req"
     )

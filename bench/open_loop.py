@@ -67,7 +67,15 @@ def _pooled(rounds: list[dict]) -> dict:
         "windows": len(rounds),
         "queued": len(queued),
         "busiest_share": [busiest_worker(figures) for figures in rounds],
-        "busiest_share_queued": [busiest_worker(figures) for figures in queued],
+        "queued_windows": [
+            {
+                "p50_us": figures["p50_us"],
+                "p50_sent_us": figures["p50_sent_us"],
+                "cpu_shares": figures["cpu_shares"],
+                "connections": figures["connections"],
+            }
+            for figures in queued
+        ],
         "histogram": {str(bucket): count for bucket, count in sorted(pooled.items())},
     }
 
@@ -77,6 +85,23 @@ def busiest_worker(figures: dict) -> float:
     workers shared the work evenly, 1.0 when one did it all."""
     workers = figures["cpu_shares"][1:] or figures["cpu_shares"]
     return round(max(workers) / (sum(workers) or 1.0), 2)
+
+
+def queued_lines(summary: dict) -> list[str]:
+    """One line per window that queued: its p50s, and its server's CPU and connections by process."""
+    lines = []
+    for route, by_server in summary.items():
+        for name, by_level in by_server.items():
+            for level, row in by_level.items():
+                for window in row["queued_windows"]:
+                    shares = "/".join(f"{100 * share:.0f}" for share in window["cpu_shares"])
+                    held = "/".join(str(count) for count in window["connections"])
+                    lines.append(
+                        f"- {route}, {name}, {level}: p50 {window['p50_us'] / 1000:.1f} ms from the intended send, "
+                        f"{window['p50_sent_us'] / 1000:.1f} ms from the actual one; CPU % by process {shares}; "
+                        f"connections by process {held} (master first)"
+                    )
+    return lines
 
 
 def markdown(summary: dict) -> list[str]:

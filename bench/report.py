@@ -136,6 +136,7 @@ def markdown(results: dict) -> str:
         "",
         *open_loop.markdown(results["open_loop"]),
         "",
+        *_queued_lines(results["open_loop"]),
         *_provider_lines(results["provider_requests"]),
         "",
         "## Targets (keep-alive clients)",
@@ -153,6 +154,11 @@ def markdown(results: dict) -> str:
         paths = ", ".join(f"[`{path}`]({path})" for path in results["profiles"])
         lines += ["", f"py-spy profiles of the service's workers, one window per route: {paths}."]
     return "\n".join(lines) + "\n"
+
+
+def _queued_lines(paced: dict) -> list[str]:
+    queued = open_loop.queued_lines(paced)
+    return ["Windows that queued:", "", *queued, ""] if queued else ["No window queued.", ""]
 
 
 def _provider_lines(counted: dict) -> list[str]:
