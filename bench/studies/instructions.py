@@ -5,6 +5,11 @@ and access log on) and counts the instructions of INSTRUCTIONS_REQUESTS requests
 warm-up ones (collection switched on around the measured loop only). It counts this process's Python
 and C code, not the kernel (socket calls) nor Redis. Prints a table.
 
+`python -m bench.studies.instructions --server [gunicorn options]` counts the whole request under
+gunicorn instead: gunicorn.conf.py with one worker runs under callgrind, and one keep-alive client
+sends INSTRUCTIONS_REQUESTS requests per route one after another, counted in the worker (its poller,
+threads, parser and the app), so the server's share shows beside the app's.
+
 `python -m bench.studies.instructions --parser` times gunicorn's parsers instead, by CPU time in
 alternating rounds (callgrind's valgrind 3.19 cannot run gunicorn_h1c's SSE4.2 instructions): one
 bearer request parsed by the pure-Python parser and by gunicorn_h1c's, where it is installed."""
@@ -117,6 +122,57 @@ def under(python: str) -> dict:
         return totals
 
 
+def server(options: list[str]) -> None:
+    """Instructions per request in one gunicorn worker under callgrind, by route."""
+    import requests
+
+    from dev.services import Process, free_port, gunicorn_argv, supervised
+
+    from ..cpu import process_tree
+    from ..world import ROUTES, World
+
+    with tempfile.TemporaryDirectory() as folder, supervised() as started:
+        world = World(started, 1)
+        port = free_port()
+        argv = [*CALLGRIND, "--trace-children=yes", f"--callgrind-out-file={folder}/callgrind.%p"]
+        argv += gunicorn_argv(port, ["--workers", "1", *options])
+        server = Process("gunicorn under callgrind", argv, log_path=Path(folder) / "server.log", env=world.service_env)
+        started.append(server)
+        base = f"http://127.0.0.1:{port}"
+        server.wait_until(lambda: requests.get(f"{base}/api/v1/openapi.json", timeout=30).ok, timeout=600)
+        worker = process_tree(server.pid)[-1]
+        counts = {}
+        with requests.Session() as http:
+            for route in ROUTES:
+                window = world.window(type("Server", (), {"base": base})(), route, False)
+                target = iter(range(window.poke_from or 0, 10**9))
+
+                def send(n, window=window, target=target, route=route):
+                    for _ in range(n):
+                        body = json.dumps({"username": f"t{next(target):07d}"}) if window.poke_from else None
+                        method = "POST" if body else "GET"
+                        headers = {**window.headers, **({"Content-Type": "application/json"} if body else {})}
+                        answer = http.request(method, window.url, data=body, headers=headers, timeout=60)
+                        assert answer.ok, (route, answer.status_code, answer.text)
+
+                send(REQUESTS)
+                subprocess.run(["callgrind_control", "-i", "on", str(worker)], check=True, capture_output=True)
+                send(REQUESTS)
+                subprocess.run(["callgrind_control", "-i", "off", str(worker)], check=True, capture_output=True)
+                label = route.replace(" ", "_").replace(",", "")
+                subprocess.run(["callgrind_control", "-d", label, str(worker)], check=True, capture_output=True)
+                counts[label] = REQUESTS
+                if window.poke_from:
+                    world.next_target = next(target)
+        for dump in Path(folder).glob(f"callgrind.{worker}*"):
+            text = dump.read_text(errors="replace")
+            trigger = next((line for line in text.splitlines() if line.startswith("desc: Trigger: dump ")), "")
+            total = next((int(line.split()[1]) for line in text.splitlines() if line.startswith("totals:")), 0)
+            name = trigger.removeprefix("desc: Trigger: dump ")
+            if name in counts:
+                print(f"{name}: {total / counts[name] / 1000:,.0f}k instructions per request in the worker")
+
+
 def main(pythons: list[str]) -> None:
     rows = {python: under(python) for python in pythons or [sys.executable]}
     names = list(next(iter(rows.values())))
@@ -133,5 +189,7 @@ if __name__ == "__main__":
         inside()
     elif sys.argv[1:] == ["--parser"]:
         parsers()
+    elif sys.argv[1:2] == ["--server"]:
+        server(sys.argv[2:])
     else:
         main(sys.argv[1:])
