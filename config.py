@@ -78,6 +78,16 @@ def _base_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/"
 
 
+def _origins(values: list[str], name: str) -> list[str]:
+    """Origins such as https://api.example.com[:port]: a scheme and a host, no path, query or user."""
+    for value in values:
+        parts = urlsplit(value)
+        extra = parts.username or parts.path.strip("/") or parts.query or parts.fragment
+        if parts.scheme not in ("https", "http") or not parts.hostname or extra:
+            raise ConfigError(f"{name} must list origins such as https://api.example.com, not {value!r}")
+    return [value.rstrip("/") for value in values]
+
+
 class Config:
     """Every setting of the service, from `env` (the process environment by default)."""
 
@@ -139,12 +149,21 @@ class Config:
         self.RATE_LIMIT_INTROSPECTION_TOTAL = _window(
             env.get("RATE_LIMIT_INTROSPECTION_TOTAL") or "600 per minute", "RATE_LIMIT_INTROSPECTION_TOTAL"
         )
+        # Each IPv4 /24 and IPv6 /56, and twice that each IPv6 /48 (app/store/token_checks.py).
+        self.RATE_LIMIT_INTROSPECTION_NETWORK = _window(
+            env.get("RATE_LIMIT_INTROSPECTION_NETWORK") or "60 per minute", "RATE_LIMIT_INTROSPECTION_NETWORK"
+        )
         if _per_second(self.RATE_LIMIT_INTROSPECTION) > _per_second(self.RATE_LIMIT_INTROSPECTION_TOTAL):
             # One address alone could then spend the whole bound and turn everyone's new tokens into 503s.
             raise ConfigError("RATE_LIMIT_INTROSPECTION must not allow more than RATE_LIMIT_INTROSPECTION_TOTAL")
         # Sender-constrained tokens (RFC 9449): the DPoP scheme, and server nonces in its proofs.
         self.DPOP = _flag(env.get("DPOP", "on"), "DPOP")
         self.DPOP_NONCE = _flag(env.get("DPOP_NONCE", "off"), "DPOP_NONCE")
+        self.RATE_LIMIT_DPOP_PROOFS = _window(
+            env.get("RATE_LIMIT_DPOP_PROOFS") or "600 per minute", "RATE_LIMIT_DPOP_PROOFS"
+        )
+        # Where clients reach the API: a proof's htu names one of them, never a host the request sent.
+        self.PUBLIC_ORIGINS = _origins(self._list("PUBLIC_ORIGINS"), "PUBLIC_ORIGINS") or [self.BASE_URL.rstrip("/")]
         if self.ACCESS_TOKEN_VALIDATION == "introspection" and not (
             self.INTROSPECTION_CLIENT_ID and self.INTROSPECTION_CLIENT_SECRET
         ):
@@ -172,10 +191,8 @@ class Config:
         self.SESSION_IDLE_TIMEOUT = self._number("SESSION_IDLE_TIMEOUT", "1800")
         self.SESSION_MAX_AGE = self._number("SESSION_MAX_AGE", "28800")
         self.LOGIN_STATE_TTL = min(self._number("LOGIN_STATE_TTL", "600"), 600)
-        # Sign-ins started and not yet finished, in all: 0.7 to 1.3 KB of Redis each (docs/operations.md).
-        self.MAX_PENDING_SIGNINS = self._number("MAX_PENDING_SIGNINS", "10000")
-        if self.MAX_PENDING_SIGNINS < 1:
-            raise ConfigError("MAX_PENDING_SIGNINS must be at least 1")
+        if self.LOGIN_STATE_TTL < 1:
+            raise ConfigError("LOGIN_STATE_TTL must be at least 1")
         self.RATE_LIMIT_LOGIN = _rate_limit(env.get("RATE_LIMIT_LOGIN") or "30 per minute", "RATE_LIMIT_LOGIN")
         self.RATE_LIMIT_EXCHANGE = _rate_limit(env.get("RATE_LIMIT_EXCHANGE") or "10 per minute", "RATE_LIMIT_EXCHANGE")
 
@@ -187,12 +204,14 @@ class Config:
 
         # Process
         self.PROXY_HOPS = self._number("PROXY_HOPS", "0")
-        self.PROXY_FORWARDS_HOST = _flag(env.get("PROXY_FORWARDS_HOST", "true"), "PROXY_FORWARDS_HOST")
+        self.PROXY_FORWARDS_HOST = _flag(env.get("PROXY_FORWARDS_HOST", "false"), "PROXY_FORWARDS_HOST")
         self.MAX_CONTENT_LENGTH = self._number("MAX_CONTENT_LENGTH", "65536")
         self.LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
         self.METRICS_TOKEN = env.get("METRICS_TOKEN") or None
         # The SDK reads its other OTEL_* variables itself; without an endpoint nothing is set up at all.
         self.OTEL_TRACES_URL = _traces_url(env)
+        # Unset, traces propagate as W3C traceparent only: the SDK's default would also forward a client's baggage.
+        self.OTEL_PROPAGATORS = env.get("OTEL_PROPAGATORS", "").strip() or None
 
     def _required(self, name: str) -> str:
         value = self._env.get(name, "").strip()

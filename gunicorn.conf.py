@@ -1,10 +1,26 @@
 """gunicorn settings, Heroku style: PORT and WEB_CONCURRENCY from the environment, logs on stdout."""
 
+import math
 import multiprocessing
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+import gthread_worker
+
+
+def _seconds(name: str, default: str) -> float:
+    """A positive number of seconds from the environment; start-up stops, naming the variable, otherwise."""
+    value = os.environ.get(name) or default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise SystemExit(f"{name} must be a positive number of seconds, not {value!r}")
+    return seconds
+
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
@@ -17,9 +33,15 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() +
 # sit idle (20 s against 3.5-9 s). granian spent the least CPU (0.8-1.4 ms against 1.6-1.8 ms a request)
 # but closes idle connections after 30 s (60 s at most), before Heroku's router does.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
-# gthread_worker.py: gunicorn's gthread worker with the 2 s lingering close of a `Connection: close`
-# answer moved off the main loop, where each client that kept its socket open stalled the whole worker.
-worker_class = "gthread_worker.Worker" if threads > 1 else "sync"
+# gthread_worker.py: gunicorn's gthread worker where a request reaches a thread only once it has all
+# arrived (its request line and headers within REQUEST_HEADER_TIMEOUT, its body within
+# REQUEST_BODY_TIMEOUT; gunicorn's own let 8 stalled clients stop a worker), the 2 s lingering close
+# of a `Connection: close` answer waits on the poller (on the main loop each client that kept its
+# socket open stalled the whole worker), and a stop never waits on a blocked thread. With one thread
+# too: gunicorn's sync worker would let one slow client hold the worker until `timeout`.
+worker_class = gthread_worker.with_deadlines(
+    header_timeout=_seconds("REQUEST_HEADER_TIMEOUT", "10"), body_timeout=_seconds("REQUEST_BODY_TIMEOUT", "10")
+)
 timeout = 30
 graceful_timeout = 20
 # Heroku's Router 2.0 keeps connections to the dyno alive and closes them after 90 s idle: the app must
@@ -37,6 +59,8 @@ reuse_port = True
 # The app writes one JSON line per request itself (app/logs.py); gunicorn adds only its own events.
 accesslog = None
 errorlog = "-"
+# gunicorn's own lines (a failed request's, a malformed request line, an access log) without query strings.
+logger_class = "gunicorn_logger.Logger"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Forwarded headers are trusted only from the configured proxies (Heroku's router: FORWARDED_ALLOW_IPS=*).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -2,20 +2,22 @@
 
 from datetime import timedelta
 
+import click
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from config import Config
+from config import Config, ConfigError
 
 from .api.routes import bp as api_bp
+from .audit import known_series
 from .auth.routes import bp as auth_bp
-from .cli import users_cli
-from .error_responses import register_error_handlers
+from .cli import ConfigProblem, users_cli
+from .error_responses import AnswerEveryRequest, register_error_handlers
 from .extensions import init_limiter, make_redis
 from .health import bp as health_bp
 from .json_encoding import CachedEncoderJSONProvider
 from .logs import configure_logging
-from .metrics import count_redis_error, init_metrics
+from .metrics import AUDIT_EVENTS, count_redis_error, init_metrics
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp
@@ -26,7 +28,7 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     """A configured app; `config` defaults to the environment, `redis` to a client for REDIS_URL."""
     app = Flask(__name__)
     app.json = CachedEncoderJSONProvider(app)
-    config = config or Config()
+    config = config or configuration()
     configure_app(app, config)
     register_extensions(app, config, redis)
     register_blueprints(app)
@@ -34,10 +36,26 @@ def create_app(config: Config | None = None, *, redis=None) -> Flask:
     register_error_handlers(app, count_redis_error=count_redis_error)
     register_security_headers(app)
     configure_logging(app)
-    init_metrics(app, active_sessions=app.extensions["profile_poke"].store.token_sets.count_active)
-    init_tracing(app, config.OTEL_TRACES_URL)
+    init_metrics(
+        app,
+        active_sessions=app.extensions["profile_poke"].store.token_sets.count_active,
+        known={AUDIT_EVENTS: known_series()},
+    )
+    init_tracing(app, config.OTEL_TRACES_URL, config.OTEL_PROPAGATORS)
     configure_proxy(app, config)
+    app.wsgi_app = AnswerEveryRequest(app.wsgi_app)
     return app
+
+
+def configuration() -> Config:
+    """The environment's configuration; under a `flask` command, a ConfigError ends the command with one
+    line naming the setting (exit 2), where a server shows the traceback of its failed start."""
+    try:
+        return Config()
+    except ConfigError as error:
+        if click.get_current_context(silent=True) is None:
+            raise
+        raise ConfigProblem(str(error)) from None
 
 
 def configure_app(app: Flask, config: Config) -> None:

@@ -1,6 +1,8 @@
 """The one place that turns each exception of app.errors into the contract's body and headers."""
 
+import json
 import logging
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -20,7 +22,7 @@ from .errors import (
     PokeFailed,
     ProviderUnavailable,
     TokenChecksExhausted,
-    TooManySignIns,
+    TooManyDpopProofs,
     TooManyTokenChecks,
     Unavailable,
     UnknownUser,
@@ -29,6 +31,7 @@ from .errors import (
 from .prefixes import API_PREFIX, AUTH_PREFIX
 
 USERS_PREFIX = f"{API_PREFIX}/users/"
+LAST_RESORT_BODY = json.dumps({"error": {"code": "internal_error", "message": "something went wrong"}}).encode()
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ def handle_api_error(error: ApiError):
 
 
 def handle_bad_logout_token(error: BadLogoutToken):
+    audit("backchannel.refused", reason=error.reason, sub=error.sub)
     # Back-Channel Logout 1.0 section 2.8: an OAuth-style error body, not the API envelope.
     return jsonify(error="invalid_request", error_description=str(error)), 400, {"Cache-Control": "no-store"}
 
@@ -62,7 +66,7 @@ def handle_poke_failed(error: PokeFailed):
 
 
 def handle_login_failed(error: LoginFailed):
-    audit("signin.failed", reason=error.reason)
+    audit("signin.failed", reason=error.reason, sub=error.sub, user=error.user)
     if _wants_page():
         return render_template("auth_error.html", message=error.message), error.status
     return _envelope(error.status, error.code, error.message)
@@ -93,15 +97,15 @@ def handle_rate_limited(error: RateLimitExceeded):
 
 
 # The bounds beyond Flask-Limiter's: provider calls about unknown tokens, per client (429) and in
-# total (503), and sign-ins in progress in total (503).
+# total (503), and DPoP proofs per key (429).
 BOUNDS = {
     TooManyTokenChecks: "token_checks",
     TokenChecksExhausted: "token_checks_total",
-    TooManySignIns: "signins_total",
+    TooManyDpopProofs: "dpop_proofs",
 }
 
 
-def handle_bound_reached(error: TooManyTokenChecks | TokenChecksExhausted | TooManySignIns):
+def handle_bound_reached(error: ApiError):
     audit("ratelimit.hit", reason=BOUNDS[type(error)], route=_route())
     return handle_api_error(error)
 
@@ -160,3 +164,34 @@ def register_error_handlers(app: Flask, *, count_redis_error: Callable[[Exceptio
     app.register_error_handler(RateLimitExceeded, handle_rate_limited)
     app.register_error_handler(HTTPException, partial(handle_http_error, count=count_redis_error))
     app.register_error_handler(Exception, handle_unexpected)
+
+
+class AnswerEveryRequest:
+    """The outermost WSGI layer: what escapes every other one (a failing teardown, a middleware) is logged
+    with the method and path and answered 500, so that the server never logs the request line (its query
+    may hold a code or `state`) and the worker thread goes on serving."""
+
+    def __init__(self, wsgi_app):
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ, start_response):
+        started = []
+
+        def start(status, headers, exc_info=None):
+            started.append(status)
+            return start_response(status, headers) if exc_info is None else start_response(status, headers, exc_info)
+
+        try:
+            return self.wsgi_app(environ, start)
+        except Exception:
+            log.exception(
+                "unexpected failure outside the app: %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
+            )
+            headers = [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(LAST_RESORT_BODY))),
+                ("Cache-Control", "no-store"),
+            ]
+            # PEP 3333: replacing a status already given (not yet sent) takes the exception along.
+            start_response("500 INTERNAL SERVER ERROR", headers, *([sys.exc_info()] if started else []))
+            return [LAST_RESORT_BODY]

@@ -5,6 +5,7 @@ import redis
 REALM = "profile-poke"
 RETRY_AFTER_UNAVAILABLE = "5"
 SESSION_ENDED = "the session has ended; sign in again"
+PROVIDER_BUSY = "the identity provider is busy; try again later"
 
 
 class ApiError(Exception):
@@ -116,17 +117,6 @@ class EndpointNotConfigured(Unavailable):
         self.endpoint, self.setting = endpoint, setting
 
 
-class TooManySignIns(Unavailable):
-    """The bound on sign-ins in progress, in all, is reached: 503 until one place frees up."""
-
-    def __init__(self, retry_after: int):
-        super().__init__("too many sign-ins are in progress; please try again shortly")
-        self.retry_after = retry_after
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
-
-
 class NotFound(ApiError):
     status, code = 404, "not_found"
 
@@ -140,32 +130,60 @@ class SubjectUnknown(InvalidToken):
         self.reason = reason
 
 
-class TooManyTokenChecks(ApiError):
-    """One client sent more unknown tokens than the provider may be asked about: 429 with Retry-After."""
+class RetryLater(ApiError):
+    """A bound reached: the answer's `Retry-After` says in how many seconds to try again."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "Retry-After": str(self.retry_after)}
+
+
+class TooManyTokenChecks(RetryLater):
+    """One client, or its network, sent more unknown tokens than the provider may be asked about: 429."""
+
+    status, code = 429, "too_many_requests"
+
+    def __init__(self, retry_after: int, *, network: bool = False):
+        where = "network" if network else "address"  # the client's own bound, or one of its networks'
+        super().__init__(f"too many unknown access tokens from this {where}; try again later", retry_after)
+
+
+class TooManyDpopProofs(RetryLater):
+    """One DPoP key sent more proofs than RATE_LIMIT_DPOP_PROOFS allows: 429."""
 
     status, code = 429, "too_many_requests"
 
     def __init__(self, retry_after: int):
-        super().__init__("too many unknown access tokens from this address; try again later")
-        self.retry_after = retry_after
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
+        super().__init__("too many DPoP proofs signed with this key; try again later", retry_after)
 
 
-class TokenChecksExhausted(Unavailable):
-    """Every client together sent more unknown tokens than the provider may be asked about: 503."""
+class TokenChecksExhausted(RetryLater, Unavailable):
+    """Every client together sent more unknown tokens than the provider may be asked about, and so did
+    this client's network: 503."""
 
     def __init__(self, retry_after: int):
-        super().__init__("the identity provider is busy; try again later")
-        self.retry_after = retry_after
+        super().__init__(PROVIDER_BUSY, retry_after)
 
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
+
+class ProviderBusy(RetryLater, Unavailable):
+    """The provider asked every instance to stop calling it (429 or 503 with Retry-After): 503 until then
+    for each token it would have to answer; answers already known are served as before."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(PROVIDER_BUSY, retry_after)
 
 
 class BadLogoutToken(Exception):
-    """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`."""
+    """A back-channel logout token that is refused: 400 `{"error": "invalid_request", ...}`. `reason` is
+    the fixed code its backchannel.refused audit event carries (one of app.audit.BACKCHANNEL_REFUSALS),
+    with the token's `sub` once its signature and claims were verified."""
+
+    def __init__(self, message: str, reason: str, *, sub: str | None = None):
+        super().__init__(message)
+        self.reason, self.sub = reason, sub
 
 
 class ProviderUnavailable(Exception):
@@ -189,11 +207,22 @@ class PokeFailed(Exception):
 
 class LoginFailed(Exception):
     """A browser sign-in step that cannot go on; shown as a page, or JSON to a fetch. `reason` is the
-    fixed code its signin.failed audit event carries (one of app.metrics.SIGNIN_FAILURES)."""
+    fixed code its signin.failed audit event carries (one of app.audit.SIGNIN_FAILURES), with the
+    user's `sub` (from a verified ID token) and `user` (their profile) when the step knew them."""
 
-    def __init__(self, message: str, status: int = 400, code: str = "login_failed", *, reason: str = "refused"):
+    def __init__(
+        self,
+        message: str,
+        status: int = 400,
+        code: str = "login_failed",
+        *,
+        reason: str = "refused",
+        sub: str | None = None,
+        user: str | None = None,
+    ):
         super().__init__(message)
         self.message, self.status, self.code, self.reason = message, status, code, reason
+        self.sub, self.user = sub, user
 
 
 REDIS_DOWN = (

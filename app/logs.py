@@ -12,6 +12,7 @@ import re
 import secrets
 import sys
 import time
+from contextlib import contextmanager
 
 from flask import Flask, g, has_request_context, request
 
@@ -93,6 +94,35 @@ def configure_logging(app: Flask) -> None:
         app.after_request(_log_request)
     else:
         app.after_request(_request_id_header)
+
+
+class _Stderr:
+    """sys.stderr as it is when a line is written (a test runner replaces it while a command runs)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@contextmanager
+def logs_on_stderr():
+    """This process's log and audit lines on stderr while the block runs (a `flask users` command's stdout
+    is its output), and back where they were after it."""
+    handlers = [
+        handler
+        for handler in logging.getLogger().handlers
+        if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, JsonFormatter)
+    ]
+    streams = [handler.stream for handler in handlers]
+    for handler in handlers:
+        handler.setStream(_Stderr())
+    try:
+        yield
+    finally:
+        for handler, stream in zip(handlers, streams, strict=True):
+            handler.setStream(stream)
 
 
 def _request_id_header(response):

@@ -47,16 +47,12 @@ AUDIT_EVENTS = Counter(
     "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
 )
 REFRESH_OUTCOMES = {"ok": "refreshed", "refused": "rejected", "timeout": "failed", "error": "failed"}
-NO_REASON = "none"  # the reason label of an event that has none
-SIGNIN_FAILURES = (
-    *("unsolicited_error", "unknown_state", "other_browser", "no_iss", "wrong_issuer", "provider_refused"),
-    *("no_code", "bad_request", "code_refused", "bad_token_response", "no_id_token", "id_token_refused"),
-    *("scope_not_granted", "no_subject", "subject_clash", "unusable_username", "no_username", "account_disabled"),
-    *("par_failed", "stale_auth_time"),
+# Why a DPoP request was refused, the one list of them: each check of app.tokens.dpop, and the guard's
+# `downgrade` (a bound token sent as Bearer) and `unbound` (the DPoP scheme with a token bound to no key).
+DPOP_REFUSAL_REASONS = (
+    *("count", "malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt"),
+    *("nonce", "replay", "downgrade", "unbound"),
 )
-# A prompt=none sign-in the provider answered "the user must interact": not a LoginFailed (the browser
-# goes back to its page), yet audited as a sign-in that did not happen.
-SILENT_DECLINED = "silent_declined"
 # Every label value each counter knows of: all start at 0 when a process starts, so a series exists
 # (and rate() sees it) before its first event.
 KNOWN_LABELS = {
@@ -70,25 +66,7 @@ KNOWN_LABELS = {
     ],
     REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
     POKES: [(outcome,) for outcome in ("poked", "invalid", "self", "unknown_target", "cooldown", "denied", "error")],
-    DPOP_REFUSALS: [
-        (reason,)
-        for reason in (
-            *("malformed", "typ", "alg", "jwk", "signature", "htm", "htu", "iat", "jti", "ath", "jkt", "nonce"),
-            *("replay", "count", "downgrade", "unbound"),
-        )
-    ],
-    AUDIT_EVENTS: [
-        *[(event, NO_REASON) for event in ("signin.succeeded", "signout")],
-        *[("signin.failed", reason) for reason in (*SIGNIN_FAILURES, SILENT_DECLINED)],
-        *[("session.ended", reason) for reason in ("user", "backchannel", "refresh_refused", "admin")],
-        ("refresh.refused", "superseded"),
-        *[("stepup.refused", reason) for reason in ("acr", "max_age", "no_auth_time")],
-        *[
-            ("ratelimit.hit", reason)
-            for reason in ("login", "exchange", "token_checks", "token_checks_total", "signins_total")
-        ],
-        *[(f"admin.users.{action}", NO_REASON) for action in ("import", "create", "show", "disable", "enable")],
-    ],
+    DPOP_REFUSALS: [(reason,) for reason in DPOP_REFUSAL_REASONS],
 }
 
 bp = Blueprint("metrics", __name__)
@@ -96,14 +74,17 @@ _enabled = False
 _series: dict[tuple, object] = {}  # (metric, labels) -> child: .labels() takes a lock on every call
 
 
-def init_metrics(app: Flask, *, active_sessions: Callable[[], int]) -> None:
+def init_metrics(
+    app: Flask, *, active_sessions: Callable[[], int], known: dict[Counter, list[tuple]] | None = None
+) -> None:
     """Count requests and serve /metrics, when the app has a METRICS_TOKEN; `active_sessions` counts
-    the live browser sessions at scrape time."""
+    the live browser sessions at scrape time; `known` adds label sets a module above this one owns
+    (the audit vocabulary), to start at 0 with KNOWN_LABELS'."""
     global _enabled
     if not app.config.get("METRICS_TOKEN"):
         return
     _enabled = True
-    for metric, label_sets in KNOWN_LABELS.items():
+    for metric, label_sets in {**KNOWN_LABELS, **(known or {})}.items():
         for labels in label_sets:
             _child(metric, *labels)  # at 0; in multiprocess mode this writes the worker's 0 to its file
     app.extensions["metrics_sessions"] = _SessionsRegistry(active_sessions)
@@ -163,14 +144,14 @@ def count_redis_error(error: Exception) -> None:
         _child(REDIS_ERRORS, type(error).__name__).inc()
 
 
-def count_audit_event(event: str, reason: str | None) -> None:
+def count_audit_event(event: str, reason: str) -> None:
     """One audit event (app.audit), by its name and reason (a fixed code, never a user's words)."""
     if _enabled:
-        _child(AUDIT_EVENTS, event, reason or NO_REASON).inc()
+        _child(AUDIT_EVENTS, event, reason).inc()
 
 
 def count_dpop_refusal(reason: str) -> None:
-    """One DPoP request refused; `reason` is one of app.tokens.dpop's fixed check names."""
+    """One DPoP request refused; `reason` is one of DPOP_REFUSAL_REASONS."""
     if _enabled:
         _child(DPOP_REFUSALS, reason).inc()
 

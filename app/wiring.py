@@ -8,6 +8,7 @@ from config import Config, ConfigError
 from .api.guard import Guard
 from .api.step_up import StepUpPolicy
 from .auth.flow import SignIn
+from .auth.pending import PendingSignIns
 from .extensions import Services
 from .provider import AuthorizationRequests, LoginClient, Provider, PublicClient, provider_profile
 from .provider.vendors import PROFILES as PROVIDER_PROFILES
@@ -16,8 +17,9 @@ from .sessions.credentials import SessionTokens
 from .sessions.interface import BffSessionInterface
 from .sessions.per_user import BrowserSessions
 from .store import Store
-from .store.token_checks import TokenChecks
+from .store.token_checks import ProviderBackoff, TokenChecks
 from .tokens import AccessTokens, IntrospectedTokens
+from .tokens.answers import Answers
 from .tokens.dpop import DpopNonces, DpopProofs
 
 
@@ -27,7 +29,7 @@ def build_store(config: Config, redis) -> Store:
         redis,
         config.REDIS_KEY_PREFIX,
         link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES,
-        max_pending_logins=config.MAX_PENDING_SIGNINS,
+        dpop_proofs_per_key=config.RATE_LIMIT_DPOP_PROOFS,
     )
 
 
@@ -76,6 +78,7 @@ def build_access_tokens(config: Config, provider: Provider, store: Store) -> Acc
             store.redis,
             store.keys,
             per_client=config.RATE_LIMIT_INTROSPECTION,
+            per_network=config.RATE_LIMIT_INTROSPECTION_NETWORK,
             total=config.RATE_LIMIT_INTROSPECTION_TOTAL,
         )
         return IntrospectedTokens(
@@ -88,6 +91,8 @@ def build_access_tokens(config: Config, provider: Provider, store: Store) -> Acc
             cache_ttl=config.INTROSPECTION_CACHE_TTL,
             timeout=config.IDP_TIMEOUT,
             refusal_ttl=config.INTROSPECTION_REFUSAL_TTL,
+            answers=Answers(store.introspections),
+            backoff=ProviderBackoff(store.redis, store.keys),
             admit=checks.admit,
         )
     return AccessTokens(
@@ -128,11 +133,16 @@ def build_sign_in(
     return SignIn(
         login_client,
         AuthorizationRequests(provider, public_client(config), par=config.OIDC_PAR),
-        store.logins,
+        PendingSignIns(
+            config.SECRET_KEY,
+            config.SECRET_KEY_FALLBACKS,
+            cookie_prefix=config.LOGIN_COOKIE_NAME,
+            ttl_seconds=config.LOGIN_STATE_TTL,
+        ),
+        store.used_states,
         store.profiles,
         session_tokens,
         redirect_uri=config.OIDC_REDIRECT_URI,
-        state_ttl=config.LOGIN_STATE_TTL,
         scopes=config.OIDC_SCOPES,
         exchange_redirect_uris=config.EXCHANGE_REDIRECT_URIS,
         post_logout_redirect_uri=config.OIDC_POST_LOGOUT_REDIRECT_URI,
@@ -146,7 +156,7 @@ def build_guard(config: Config, store: Store, access_tokens, session_tokens: Ses
     proofs = None
     if config.DPOP:
         nonces = DpopNonces(config.SECRET_KEY) if config.DPOP_NONCE else None
-        proofs = DpopProofs(store.seen_proofs, leeway=config.TOKEN_LEEWAY, nonces=nonces)
+        proofs = DpopProofs(store.seen_proofs, leeway=config.TOKEN_LEEWAY, origins=config.PUBLIC_ORIGINS, nonces=nonces)
     return Guard(
         access_tokens,
         session_tokens,

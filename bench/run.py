@@ -153,11 +153,16 @@ def draw(results: dict, stems: tuple[str, ...]) -> list[str]:
     return [name for name in written if name.startswith(stems[-1])]
 
 
+def setting_text(value) -> str:
+    """A gunicorn setting as a report shows it: a class (the worker) by its dotted name."""
+    return f"{value.__module__}.{value.__qualname__}" if isinstance(value, type) else str(value)
+
+
 def server_settings() -> str:
     """The gunicorn settings the service and the Flask peer ran under, as gunicorn.conf.py gives them."""
     conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     names = ("worker_class", "workers", "threads", "keepalive", "worker_connections", "reuse_port")
-    shown = ", ".join(f"{name} {conf[name]}" for name in names if name in conf)
+    shown = ", ".join(f"{name} {setting_text(conf[name])}" for name in names if name in conf)
     extra = os.environ.get("BENCH_GUNICORN")
     return shown + (f", plus `{extra}`" if extra else "")
 

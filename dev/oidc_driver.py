@@ -299,7 +299,20 @@ def par_mode(idp_base: str, mode: str, *, ms: int | None = None) -> None:
     requests.post(idp_base.rstrip("/") + "/__dev/par", params=params, timeout=TIMEOUT).raise_for_status()
 
 
+def token_scope(idp_base: str, mode: str) -> None:
+    """Makes the IdP's token responses list their `scope` (listed) or leave it out (omitted)."""
+    url = idp_base.rstrip("/") + "/__dev/token-scope"
+    requests.post(url, params={"mode": mode}, timeout=TIMEOUT).raise_for_status()
+
+
 def stale_auth_time(idp_base: str, seconds: int) -> None:
     """Makes the IdP's ID tokens report an auth_time `seconds` older than the real one (0: off)."""
     url = idp_base.rstrip("/") + "/__dev/stale-auth-time"
     requests.post(url, params={"seconds": seconds}, timeout=TIMEOUT).raise_for_status()
+
+
+def throttle_introspection(idp_base: str, status: int, retry_after: int | None = None) -> None:
+    """Makes the IdP's introspection endpoint answer `status` (429 or 503, with `retry_after` seconds
+    in Retry-After when given) like a provider that throttles its clients; 200 is the real endpoint."""
+    params = {"status": status, **({"retry_after": retry_after} if retry_after is not None else {})}
+    requests.post(idp_base.rstrip("/") + "/__dev/introspection", params=params, timeout=TIMEOUT).raise_for_status()

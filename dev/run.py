@@ -3,6 +3,7 @@ gunicorn on http://127.0.0.1:8000. Ctrl-C stops everything it started."""
 
 import os
 import secrets
+import shlex
 import subprocess
 import sys
 import time
@@ -29,9 +30,28 @@ def _secrets() -> dict:
     return dict(line.split("=", 1) for line in path.read_text().split())
 
 
-def _write_env(env: dict) -> None:
-    ENV_FILE.write_text("".join(f"{name}={value}\n" for name, value in env.items()))
-    ENV_FILE.chmod(0o600)
+def write_env(path, env: dict) -> None:
+    """`env` as a file a POSIX shell can source (`set -a; . .dev/dev.env; set +a`): each value quoted,
+    so that LOGIN_ACR_VALUES, with its space, is one value and not a command."""
+    path.write_text("".join(f"{name}={shlex.quote(value)}\n" for name, value in env.items()))
+    path.chmod(0o600)
+
+
+def app_env(redis_url: str, dev_secrets: dict) -> dict:
+    """The app's settings under `make dev`, written to .dev/dev.env for the CLI and `make token`."""
+    base = f"http://127.0.0.1:{APP_PORT}/"
+    return {
+        "OIDC_ISSUER_URL": idp_issuer(IDP_PORT),
+        "OIDC_CLIENT_ID": "profile-poke-web",
+        "OIDC_REDIRECT_URI": f"{base}auth/callback",
+        "SESSION_COOKIE_SECURE": "false",
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": dev_secrets["SECRET_KEY"],
+        "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
+        # Step-up on show: a password sign-in may do everything but poke, which wants the one-time code.
+        "LOGIN_ACR_VALUES": f"{ACR_PASSWORD} {ACR_OTP}",
+        "STEP_UP_ACR": ACR_OTP,
+    }
 
 
 def _tracing_env() -> dict:
@@ -75,19 +95,8 @@ def _run(started: list) -> int:
             },
         )
     )
-    env = {
-        "OIDC_ISSUER_URL": idp_issuer(IDP_PORT),
-        "OIDC_CLIENT_ID": "profile-poke-web",
-        "OIDC_REDIRECT_URI": f"{base}auth/callback",
-        "SESSION_COOKIE_SECURE": "false",
-        "REDIS_URL": redis_url,
-        "SECRET_KEY": dev_secrets["SECRET_KEY"],
-        "IDP_API_CLIENT_SECRET": dev_secrets["IDP_API_CLIENT_SECRET"],
-        # Step-up on show: a password sign-in may do everything but poke, which wants the one-time code.
-        "LOGIN_ACR_VALUES": f"{ACR_PASSWORD} {ACR_OTP}",
-        "STEP_UP_ACR": ACR_OTP,
-    }
-    _write_env(env)
+    env = app_env(redis_url, dev_secrets)
+    write_env(ENV_FILE, env)
     subprocess.run(
         [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"],
         env={**os.environ, **env},

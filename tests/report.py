@@ -16,6 +16,23 @@ SECTIONS = [
     ("tests/unit/tokens/test_dpop.py", "Sender-constrained tokens (DPoP, RFC 9449)",
      "one proof per rule of section 4.3 (typ, alg, jwk, signature, htm, htu, iat, jti, ath, jkt, one header, "
      "replay), the Bearer downgrade, challenges, server nonces, htu behind a proxy"),
+    ("tests/unit/test_dpop_reasons.py", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
+    ("tests/unit/tokens/test_dpop_bounds.py", "DPoP at the edges: public origin, text members, bounded proof ids",
+     "htu from PUBLIC_ORIGINS, never from Host or X-Forwarded-Host (a proof captured at another deployment); "
+     "non-ASCII ath, nonce, jti and other members refused as malformed (was a 500); proof ids per key thumbprint "
+     "for the iat window only, RATE_LIMIT_DPOP_PROOFS per key (429, nothing stored; a replay spends nothing); "
+     "an introspection answer saying token_type DPoP without cnf refused"),
+    ("tests/integration/test_dpop_bounds.py", "DPoP at the edges: public origin, text members, bounded proof ids", ""),
+    ("tests/unit/tokens/test_fair_introspection.py", "Opaque tokens fair under floods from many networks",
+     "junk tokens from many addresses and networks (IPv4 /24s, a residential IPv6 /56, /48s, NAT64) through the "
+     "trusted proxy hop while an unrelated client's known and new tokens get 200; one provider call per token for "
+     "every worker and instance; a token seen valid asked again without admission; bounds per address and "
+     "network, each network's share of a spent pool; the provider's 429/503 Retry-After honoured everywhere "
+     "while known answers are served"),
+    ("tests/integration/test_fair_introspection.py", "Opaque tokens fair under floods from many networks", ""),
+    ("tests/unit/test_fair_addresses.py", "Counting networks",
+     "IPv4 address and /24; IPv6 /64, /56 and /48; NAT64 (64:ff9b::/96) by the IPv4 address it carries; mapped, "
+     "scoped and unparsable addresses"),
     ("tests/integration/test_dpop", "Sender-constrained tokens (DPoP, RFC 9449)", ""),
     ("tests/unit/provider/test_signing_keys.py", "Signing keys and opaque tokens",
      "JWKS max age, malformed entries, key rotation on the real provider, RFC 7662 introspection, "
@@ -66,6 +83,14 @@ SECTIONS = [
     ("tests/integration/test_server_keepalive.py", "Keep-alive clients",
      "200 idle kept-alive connections hold up no request and no stop, nor do clients that keep their socket "
      "after Connection: close; 50 racing pokes under the shipped config"),
+    ("tests/integration/test_server_slow_clients.py", "Slow clients",
+     "24 silent connections, 8 unfinished header blocks and 8 bodies stalled after 16 bytes held open beside a "
+     "normal client (one worker, shipped config); clients trickling headers or a body cut off at their deadline; "
+     "100-continue, pipelining, chunked and oversized bodies"),
+    ("tests/unit/test_request_buffer.py", "Slow clients", ""),
+    ("tests/integration/test_server_stop.py", "A worker that stops",
+     "TERM to the worker and INT to the process group while every thread waits on a provider that does not "
+     "answer and clients stall mid-headers and mid-body: gone within graceful_timeout"),
     ("tests/integration/test_metrics.py", "Metrics",
      "route templates and outcomes as labels, never a secret; METRICS_TOKEN"),
     ("tests/integration/test_api.py", "API contract", "every row of the error table, cooldown, 50 racing pokes"),
@@ -78,9 +103,20 @@ SECTIONS = [
     ("tests/unit/sessions/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
+    ("tests/integration/test_audit_story.py", "The whole audit story",
+     "a refresh the provider refuses writes refresh.refused with its error code before the session.ended it "
+     "causes; a logout token replayed, forged or missing is backchannel.refused with its reason; sessions ended "
+     "idle, absolute or malformed are told once when the browser comes back; a sign-in replacing a session, and "
+     "failed sign-ins naming the subject and user where known; exact lines, in order, never a secret"),
+    ("tests/unit/test_audit_vocabulary.py", "The whole audit story", ""),
+    ("tests/integration/test_provider_habits.py", "Provider habits",
+     "token responses without scope (RFC 6749 5.1) grant what was asked for, at sign-in and at the SPA exchange, "
+     "while one listing fewer is judged by what it lists; RFC 8414 metadata answered with 200 and an HTML page is "
+     "not offered: one warning per gunicorn worker naming OIDC_REVOCATION_ENDPOINT, no error, no sign-out "
+     "calls it an outage"),
     ("tests/integration/test_audit", "Audit events and request ids",
-     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, a refused refresh, "
-     "rate limits and every operator command each write exactly one event; counters at 0 from the start"),
+     "a real sign-in, failed sign-ins, sign-out, ending your sessions, back-channel logout, rate limits and every "
+     "operator command each write exactly one event; counters at 0 from the start, refusals counted by reason"),
     ("tests/unit/test_request_ids.py", "Audit events and request ids", ""),
     ("tests/unit/test_audit", "Audit events and request ids", ""),
     ("tests/integration/test_tracing.py", "Traces (OpenTelemetry)",
@@ -88,7 +124,22 @@ SECTIONS = [
      "traceparent continued and one sent to the provider, the trace id in log lines, no secret in any attribute; "
      "off and free without an endpoint"),
     ("tests/unit/test_tracing_setup.py", "Traces (OpenTelemetry)", ""),
-    ("tests/", "Everything else", "CLI, configuration, headers, OpenAPI, probes"),
+    ("tests/integration/test_tracing_safe.py", "Tracing never fails a request; spans carry only what is allowed",
+     "the shipped gunicorn config with parentbased_traceidratio 0.1: unsampled and sampled callers, then plain "
+     "requests to every thread of both workers, all answered; gunicorn's own lines (access log, malformed request "
+     "line) without a query; every header captured: only the allow-list kept, the login's and form sign-out's "
+     "redirects without their query, a caller's baggage neither recorded nor sent to the provider"),
+    ("tests/unit/test_traced_app.py", "Tracing never fails a request; spans carry only what is allowed",
+     ""),
+    ("tests/integration/test_cli", "Operator commands (flask users)",
+     "the README's way beside make dev: make dev's env file sourced in a real bash; output alone on stdout "
+     "(JSON that parses), audit lines on stderr; a configuration error one line naming the setting, exit 2; "
+     "refusals exit 1 with nothing written, an unreachable Redis one line; import progress on a terminal (a pty) "
+     "and none when piped"),
+    ("tests/integration/test_import_batches.py", "Operator commands (flask users)",
+     "2,000 records in a few round trips per batch; a record refused in a later batch undoes the earlier "
+     "batches and its own"),
+    ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
 # (test_robust_<subject>...) wherever the test lives, before the path prefixes above.
@@ -104,9 +155,17 @@ ROBUST_SECTIONS = [
     ("test_robust_cookie_retry", "Old access token revoked at refresh", ""),
     ("test_robust_session_retry", "Old access token revoked at refresh", ""),
     ("test_robust_signin", "Sign-in floods from many addresses",
-     "pending sign-ins bounded in total, a small Redis never fills, sessions survive a flood from 1,000 "
-     "addresses, IPv6 clients counted per /64"),
-    ("test_robust_pending", "Sign-in floods from many addresses", ""),
+     "no shared bound: 10,800 sign-ins (more than the old 10,000 bound) from 360 clients in IPv4 /24s and "
+     "IPv6 /64s, /56s, /48s through the trusted proxy hop under gunicorn, none refused for another's, a new "
+     "browser signs in meanwhile, Redis keeps only rate-limit windows; IPv6 clients counted per /64"),
+    ("test_robust_login_cookies", "Pending sign-ins in the browser (sealed cookies)",
+     "what a login cookie keeps and its size, 5 and 4 KB per browser with the oldest dropped, expired, "
+     "tampered, moved, cut, oversized, reshaped and retired-key cookies and forged states refused as unknown "
+     "with no exchange, SECRET_KEY rotation, a replay or two racing callbacks make one exchange, a failed "
+     "exchange leaves nothing, callbacks rate-limited"),
+    ("test_robust_foreign_callback", "A known state cannot cancel a sign-in",
+     "a state learned from browser A sent from browser B with A's code, alone or with an error: no exchange, "
+     "nothing written, A's cookie untouched; A then signs in (real provider)"),
     ("test_robust_ipv6", "Sign-in floods from many addresses", ""),
     ("test_robust_addresses", "Sign-in floods from many addresses", ""),
     ("test_robust_import_interleavings", "Import as the contract says, raced by first sign-ins",
@@ -126,7 +185,7 @@ ROBUST_SECTIONS = [
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
     ("test_signin_par", "Pushed authorization requests (PAR)",
      "the redirect carries client_id and request_uri only; a refused, failing, slow or malformed PAR answer is a "
-     "502 with nothing pending and no fallback; state is base64url"),
+     "502 with nothing pending and no fallback; a start the rate limit refuses is never pushed; state is base64url"),
     ("test_signin_params", "Per-request sign-in parameters",
      "prompt, login_hint, max_age, acr_values, ui_locales: each bad value a 400 naming it with nothing written"),
     ("test_signin_silent", "Silent sign-in", "prompt=none declined returns to the page with signin_error"),

@@ -9,7 +9,6 @@ from typing import NamedTuple
 
 from flask import g, request
 
-from ..addresses import client_key
 from ..audit import audit
 from ..errors import ApiError, Forbidden, InsufficientScope, InsufficientUserAuthentication, InvalidToken, Unauthorized
 from ..metrics import count_dpop_refusal
@@ -116,32 +115,32 @@ class Guard:
 
     def _principal(self, sent: Credential) -> Principal:
         """The one place an access token is validated: the token, then its sender constraint."""
-        client = client_key(request.remote_addr)  # who pays for a provider call about an unknown token
+        address = request.remote_addr or ""  # who pays for a provider call about an unknown token
         if sent.scheme != DPOP:
-            return self._bearer_principal(sent.token, client)
+            return self._bearer_principal(sent.token, address)
         try:
-            return self._proven_principal(sent.token, client)
+            return self._proven_principal(sent.token, address)
         except ApiError as failure:
             if failure.status == 401:
                 g.dpop_failure = (failure.code, failure.message)  # for the DPoP challenge
             raise
 
-    def _bearer_principal(self, token: str, client: str | None = None) -> Principal:
-        principal = self._access_tokens.verify(token, client=client)
+    def _bearer_principal(self, token: str, address: str | None = None) -> Principal:
+        principal = self._access_tokens.verify(token, address=address)
         if principal.bound_key is not None:  # RFC 9449 7.2: never downgraded to a bearer token
             count_dpop_refusal("downgrade")
             raise InvalidToken("a DPoP-bound access token must be sent with the DPoP scheme and a proof")
         return principal
 
-    def _proven_principal(self, token: str, client: str) -> Principal:
-        principal = self._access_tokens.verify(token, client=client)
+    def _proven_principal(self, token: str, address: str | None) -> Principal:
+        principal = self._access_tokens.verify(token, address=address)
         if principal.bound_key is None:
             count_dpop_refusal("unbound")
             raise InvalidToken("an access token sent with the DPoP scheme must be bound to a key (cnf.jkt)")
         self._proofs.check(
             request.headers.getlist("DPoP"),
             method=request.method,
-            url=request.base_url,
+            path=request.root_path + request.path,  # the host is the configured one, never the request's
             access_token=token,
             jkt=principal.bound_key,
         )

@@ -3,7 +3,6 @@
 No token leaves the server: the browser only ever holds the session cookie.
 """
 
-import hmac
 import logging
 import re
 import secrets
@@ -11,19 +10,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flask import current_app, request, session
 
-from ..audit import audit
-from ..errors import LoginFailed, TooManySignIns
-from ..metrics import SILENT_DECLINED
+from ..audit import SILENT_DECLINED, audit
+from ..errors import LoginFailed
 from ..provider.authorization import AuthorizationRequests
 from ..provider.login_client import LoginClient
 from ..sessions.check import session_info
 from ..sessions.credentials import SessionTokens, proven_authentication
 from ..sessions.records import audit_fields
 from ..sessions.user_agents import user_agent_label
-from ..store.logins import PendingLogins, TooManyPendingLogins
+from ..store.logins import UsedStates
 from ..store.profiles import NoProfile, Profiles, SubjectClash, UnusableUsername
 from ..tokens import signed_in_identity
-from .pending import STATE, Pending, new_state, nonce_of, pending_record, pending_sign_in, short_digest
+from .pending import OTHER_BROWSER, NotPending, Pending, PendingSignIns, Started, nonce_of
 
 OIDC_SCOPES = {"openid", "profile", "email", "address", "phone", "offline_access"}
 SAFE_PATH = re.compile(r"/(?![/\\])[^\\\x00-\x20\x7f]*")
@@ -34,6 +32,10 @@ SILENT_ERRORS = {"login_required", "consent_required", "interaction_required", "
 MAX_DESCRIPTION = 300
 MAX_ERROR_CODE = 64
 ERROR_CODE = re.compile(r"[^A-Za-z0-9_.-]")  # RFC 6749 error codes are plain ASCII words
+UNKNOWN_SIGN_IN = "this sign-in is unknown, already used or expired; please sign in again"
+OTHER_BROWSERS_SIGN_IN = (
+    "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again"
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +62,12 @@ class SignIn:
         self,
         login_client: LoginClient,
         authorization: AuthorizationRequests,
-        logins: PendingLogins,
+        pending: PendingSignIns,
+        used_states: UsedStates,
         profiles: Profiles,
         session_tokens: SessionTokens,
         *,
         redirect_uri: str,
-        state_ttl: int,
         scopes: str,
         exchange_redirect_uris: list[str],
         post_logout_redirect_uri: str,
@@ -74,11 +76,12 @@ class SignIn:
     ):
         self._client = login_client
         self._authorization = authorization
-        self._logins = logins
+        self._pending = pending
+        self._used_states = used_states
         self._profiles = profiles
         self._session_tokens = session_tokens
         self._redirect_uri = redirect_uri
-        self._state_ttl = state_ttl
+        self._scopes = scopes
         # Every scope the app asked for beyond OpenID Connect's own must have been granted.
         self._required_scopes = set(scopes.split()) - OIDC_SCOPES
         self._exchange_redirect_uris = exchange_redirect_uris
@@ -86,46 +89,40 @@ class SignIn:
         self._session_cookie = session_cookie
         self._idle_timeout = idle_timeout
 
-    def begin(self, *, return_to: str, binding: str, params: dict | None = None) -> str:
-        """Remember a new pending sign-in and return the provider URL that starts it, with the per-request
-        `params` (prompt, login_hint, ...); TooManySignIns when the bound on sign-ins in progress is
-        reached. Nothing is left pending when the provider URL cannot be made."""
-        state = new_state(binding)
+    def begin(self, *, return_to: str, cookies, params: dict | None = None) -> Started:
+        """A new pending sign-in, kept in a cookie for the browser whose `cookies` these are, and the
+        provider URL that starts it with the per-request `params` (prompt, login_hint, ...). Nothing is
+        kept anywhere when the provider URL cannot be made."""
         verifier = secrets.token_urlsafe(32)  # 43 characters, RFC 7636's recommended 32 octets
         sent = self._authorization.requested(params)
         # Only what the callback cannot rebuild: the nonce follows from the verifier, the redirect URI
-        # from the settings. Admitted before the provider hears of it, so a flood past the bound never
-        # reaches the PAR endpoint; taken back when the provider refuses, so nothing is left pending.
-        pending = Pending(verifier, short_digest(binding), return_to, sent.get("prompt", ""), sent.get("max_age", ""))
-        try:
-            self._logins.save(state, pending_record(pending), self._state_ttl)
-        except TooManyPendingLogins as full:
-            raise TooManySignIns(full.retry_after) from None
-        try:
-            url = self._authorization.url(
-                redirect_uri=self._redirect_uri, state=state, nonce=nonce_of(verifier), verifier=verifier, params=params
-            )
-        except BaseException:
-            self._logins.take(state)
-            raise
-        return url
+        # from the settings.
+        state, name, value = self._pending.start(
+            Pending(verifier, return_to, sent.get("prompt", ""), sent.get("max_age", ""))
+        )
+        url = self._authorization.url(
+            redirect_uri=self._redirect_uri, state=state, nonce=nonce_of(verifier), verifier=verifier, params=params
+        )
+        return Started(url, (name, value), self._pending.crowded(cookies, len(name) + 1 + len(value)))
 
-    def finish(self, args, binding: str | None) -> str:
+    def login_cookie(self, state: str) -> str:
+        """The name of the cookie that keeps the sign-in of `state` in its browser."""
+        return self._pending.cookie_name(state)
+
+    def finish(self, args, cookies) -> str:
         """Complete a sign-in from the provider's redirect; return where the browser goes next."""
         state = args.get("state")
-        pending = pending_sign_in(self._logins.take(state)) if state and STATE.fullmatch(state) else None
-        ours = pending is not None and bool(binding) and hmac.compare_digest(short_digest(binding), pending.binding)
-        if "error" in args and not ours:
-            # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
-            raise LoginFailed("the sign-in did not complete; please sign in again", reason="unsolicited_error")
-        if pending is None:
-            raise LoginFailed(
-                "this sign-in is unknown, already used or expired; please sign in again", reason="unknown_state"
-            )
-        if not ours:
-            raise LoginFailed(
-                "this sign-in was started in another browser; please sign in again", reason="other_browser"
-            )
+        try:
+            pending = self._pending.opened(state, cookies)
+        except NotPending as refused:
+            if "error" in args:
+                # Anyone can send a browser here with an error: its text is shown only for our own sign-in.
+                raise LoginFailed(
+                    "the sign-in did not complete; please sign in again", reason="unsolicited_error"
+                ) from None
+            if refused.reason == OTHER_BROWSER:
+                raise LoginFailed(OTHER_BROWSERS_SIGN_IN, reason="other_browser") from None
+            raise LoginFailed(UNKNOWN_SIGN_IN, reason="unknown_state") from None
         self._check_response_issuer(args.get("iss"))
         if "error" in args:
             error = ERROR_CODE.sub("", args["error"])[:MAX_ERROR_CODE] or "unknown_error"
@@ -139,7 +136,17 @@ class SignIn:
             )
         if not args.get("code"):
             raise LoginFailed("the sign-in response has no code", reason="no_code")
-        response = self._client.exchange(code=args["code"], verifier=pending.verifier, redirect_uri=self._redirect_uri)
+        # Claimed before the exchange, so a state leads to one exchange at most; given back when the
+        # exchange fails, so a flood's junk codes leave nothing in Redis (the callback is rate-limited).
+        if not self._used_states.claim(state, pending.expires_at):
+            raise LoginFailed(UNKNOWN_SIGN_IN, reason="unknown_state")
+        try:
+            response = self._client.exchange(
+                code=args["code"], verifier=pending.verifier, redirect_uri=self._redirect_uri
+            )
+        except BaseException:
+            self._used_states.release(state)
+            raise
         max_age = int(pending.max_age) if pending.max_age.isascii() and pending.max_age.isdigit() else None
         self._establish_session(response, nonce=nonce_of(pending.verifier), max_age=max_age)
         return pending.return_to
@@ -163,37 +170,44 @@ class SignIn:
     def _establish_session(self, response: dict, *, nonce: str | None, max_age: int | None = None) -> None:
         """Check a token response, link the profile and start a fresh session holding the tokens."""
         claims = self._client.verify_id_token(response.get("id_token"), nonce=nonce, max_age=max_age)
-        granted = set(str(response.get("scope", "")).split())
-        missing = sorted(self._required_scopes - granted)
+        sub = claims["sub"]
+        if response.get("scope") is None:  # RFC 6749 5.1: left out when it is what was asked for
+            response = {**response, "scope": self._scopes}
+        missing = sorted(self._required_scopes - set(str(response["scope"]).split()))
         if missing:
             raise LoginFailed(
                 f"the identity provider did not grant {' '.join(missing)}, which this app needs",
                 403,
                 reason="scope_not_granted",
+                sub=sub,
             )
         identity = signed_in_identity(claims, self._client.profile)
         if not identity.subject:
-            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject")
+            raise LoginFailed("the ID token names no subject this app can link", 502, reason="no_subject", sub=sub)
         try:
             profile = self._profiles.find_or_link_profile(identity.subject, identity.username, identity.name)
         except SubjectClash as clash:
             log.warning("refused subject link at sign-in: %s", clash.log_line())
-            raise LoginFailed(clash.message, 403, reason="subject_clash") from None
+            raise LoginFailed(clash.message, 403, reason="subject_clash", sub=sub) from None
         except UnusableUsername as error:
-            raise LoginFailed(str(error), 403, reason="unusable_username") from None
+            raise LoginFailed(str(error), 403, reason="unusable_username", sub=sub) from None
         except NoProfile:
             raise LoginFailed(
-                "this account has no username to make a profile from", 403, reason="no_username"
+                "this account has no username to make a profile from", 403, reason="no_username", sub=sub
             ) from None
         if profile.disabled:
-            raise LoginFailed("this account is disabled", 403, reason="account_disabled")
-        self._end_current_session()
+            raise LoginFailed(
+                "this account is disabled", 403, reason="account_disabled", sub=sub, user=profile.username
+            )
+        replaced = self._end_current_session()
+        if replaced:
+            audit("session.ended", reason="replaced", ended=[replaced["id"]], **audit_fields(replaced))
         current_app.session_interface.regenerate(session)
         session.clear()
         record = self._session_tokens.start(
             session.sid,
             username=profile.username,
-            sub=claims["sub"],
+            sub=sub,
             response=response,
             provider_sid=claims.get("sid") if isinstance(claims.get("sid"), str) else None,
             user_agent=user_agent_label(request.headers.get("User-Agent")),
@@ -204,7 +218,9 @@ class SignIn:
 
     def session_info(self) -> dict:
         """Who is signed in, with which scopes, and until when; never a token, never an extension."""
-        return session_info(self._session_tokens, session.sid if session else None, idle_timeout=self._idle_timeout)
+        # An expired session comes back empty under a made-up sid: its cookie names the one that ended.
+        sid = session.sid if session else request.cookies.get(self._session_cookie)
+        return session_info(self._session_tokens, sid, idle_timeout=self._idle_timeout)
 
     def sign_out(self) -> str:
         """End the session here, revoke its refresh token, and return the provider's logout URL."""

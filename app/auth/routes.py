@@ -1,6 +1,8 @@
 """The /auth routes of the backend-for-frontend: thin views over app.auth.flow and its neighbours."""
 
-from flask import Blueprint, current_app, redirect, request
+from functools import partial
+
+from flask import Blueprint, after_this_request, current_app, redirect, request
 from marshmallow import ValidationError
 
 from ..errors import LoginFailed, Unauthorized
@@ -8,7 +10,7 @@ from ..extensions import rate_limited, services
 from ..prefixes import AUTH_PREFIX
 from ..security import require_csrf_header, sent_csrf_header
 from .flow import safe_return_to
-from .pending import new_login_binding
+from .pending import USED_UP
 from .schemas import ExchangeRequestSchema, LoginRequestSchema
 
 bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
@@ -21,26 +23,23 @@ def login():
     config = current_app.config
     params = _sign_in_request(config["LOGIN_ACR_VALUES"])
     return_to = safe_return_to(params.pop("return_to"))
-    binding = request.cookies.get(config["LOGIN_COOKIE_NAME"]) or new_login_binding()
-    url = services().sign_in.begin(return_to=return_to, binding=binding, params=params)
-    response = redirect(url, 302)
-    response.set_cookie(
-        config["LOGIN_COOKIE_NAME"],
-        binding,
-        max_age=config["LOGIN_STATE_TTL"],
-        path="/",
-        secure=config["SESSION_COOKIE_SECURE"],
-        httponly=True,
-        samesite="Lax",
-    )
+    started = services().sign_in.begin(return_to=return_to, cookies=request.cookies, params=params)
+    response = redirect(started.url, 302)
+    for name in started.dropped:
+        response.delete_cookie(name, **_login_cookie())
+    response.set_cookie(*started.cookie, max_age=config["LOGIN_STATE_TTL"], **_login_cookie())
     return response
 
 
 @bp.get("/callback")
+@rate_limited("RATE_LIMIT_LOGIN")  # a callback may reach the token endpoint: it costs what a start does
 def callback():
     """Finish the sign-in the provider sends back: a new session, and a 302 to where the user was going."""
-    return_to = services().sign_in.finish(request.args, request.cookies.get(current_app.config["LOGIN_COOKIE_NAME"]))
-    return redirect(return_to, 302)
+    sign_in = services().sign_in
+    cookie = sign_in.login_cookie(request.args.get("state", ""))
+    if cookie in request.cookies:  # whatever the outcome, a callback uses up its sign-in in this browser
+        after_this_request(partial(_used_up, cookie))
+    return redirect(sign_in.finish(request.args, request.cookies), 302)
 
 
 @bp.post("/exchange")
@@ -131,6 +130,19 @@ def _session_cookie() -> str:
         raise Unauthorized("sign in first")
     require_csrf_header(request.headers)
     return cookie
+
+
+def _used_up(name: str, response):
+    """`response` with the login cookie `name` replaced by a marker that no state opens: a reload of
+    the callback then reads "already used", and the browser's next sign-in drops it first."""
+    response.set_cookie(name, USED_UP, max_age=current_app.config["LOGIN_STATE_TTL"], **_login_cookie())
+    return response
+
+
+def _login_cookie() -> dict:
+    """How a pending sign-in's cookie is set: HttpOnly, sent on the provider's redirect back (a
+    top-level navigation, so SameSite=Lax), for the whole origin as the `__Host-` prefix requires."""
+    return {"path": "/", "secure": current_app.config["SESSION_COOKIE_SECURE"], "httponly": True, "samesite": "Lax"}
 
 
 def _same_origin_form() -> bool:

@@ -198,17 +198,19 @@ class Provider:
 
     def _get_optional_json(self, url: str, endpoint: str) -> dict | None:
         """The JSON object at `url`; None when the provider answers that it serves none there (a 4xx
-        other than 429, or not a JSON object); ProviderUnavailable on a network failure, 429 or 5xx."""
+        other than 429, or a body that is not a JSON object, such as its login page); ProviderUnavailable
+        on a network failure, 429 or 5xx."""
         try:
             with provider_call(endpoint):
                 response = self._http.get(url, timeout=self._timeout)
                 if 400 <= response.status_code < 500 and response.status_code != 429:
                     return None
                 response.raise_for_status()
-                document = response.json()
         except requests.RequestException as error:
             raise ProviderUnavailable(f"{url}: {type(error).__name__}") from None
-        except ValueError:
+        try:
+            document = response.json()
+        except ValueError:  # requests' JSONDecodeError is a RequestException too: caught here, apart
             return None
         return document if isinstance(document, dict) else None
 

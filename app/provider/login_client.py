@@ -16,6 +16,7 @@ from ..metrics import provider_call
 from .client import PublicClient
 from .discovery import Provider
 from .signatures import BadToken, audiences_of, is_number, signed_claims
+from .token_answers import RefreshRejected, Refused, malformed_exchange, refusal_or_outage
 from .vendors import PROFILES, ProviderProfile
 
 log = logging.getLogger(__name__)
@@ -23,56 +24,6 @@ log = logging.getLogger(__name__)
 EXCHANGE_REFUSED = "the sign-in could not be completed; please sign in again"
 # RFC 8707: a resource indicator goes on the token request as well as on the authorization request.
 TOKEN_REQUEST_PARAMS = ("resource",)
-REFUSALS = (400, 401)
-
-
-class RefreshRejected(Exception):
-    """The provider refused the refresh token (any 400 or 401, JSON body or not): the session is over."""
-
-
-class _Refused(OAuthError):
-    """A 400 or 401 from the token endpoint, whatever its body (an OAuthError, so metrics say refused)."""
-
-
-def _refusal_or_outage(response):
-    """Authlib hook on the refresh response: a refusal ends the session; anything else not 2xx is an outage."""
-    if response.status_code in REFUSALS:
-        raise _Refused(error=f"http_{response.status_code}")
-    if not 200 <= response.status_code < 300:
-        raise ProviderUnavailable(f"token endpoint answered {response.status_code}")
-    problem = _body_problem(response)
-    if problem:
-        raise ProviderUnavailable(f"token endpoint sent {problem}")  # the session keeps its tokens
-    return response
-
-
-def _malformed_exchange(response):
-    """Authlib hook on the code exchange response: a 2xx without usable tokens fails the sign-in."""
-    problem = _body_problem(response) if 200 <= response.status_code < 300 else None
-    if problem:
-        raise LoginFailed(f"the identity provider sent {problem}", status=502, reason="bad_token_response")
-    return response
-
-
-def _body_problem(response) -> str | None:
-    """Why a 2xx token response cannot be used (Authlib and the session read these members), or None."""
-    try:
-        body = response.json()
-    except ValueError:
-        return None  # Authlib's own parse fails on it: an outage
-    if not isinstance(body, dict):
-        return "a token response that is not a JSON object"
-    if "error" in body:
-        return None  # Authlib raises it as an OAuthError
-    if not isinstance(body.get("access_token"), str) or not body["access_token"]:
-        return "no access token"
-    expires_in = body.get("expires_in")
-    seconds = (is_number(expires_in) and math.isfinite(expires_in)) or (
-        isinstance(expires_in, str) and expires_in.isascii() and expires_in.isdigit()
-    )
-    if expires_in is not None and not seconds:
-        return "an expires_in that is not a number of seconds"
-    return None
 
 
 class LoginClient:
@@ -95,7 +46,7 @@ class LoginClient:
     def exchange(self, *, code: str, verifier: str, redirect_uri: str) -> dict:
         """The token response for an authorization code; LoginFailed when the provider refuses it."""
         session = self._session()
-        session.register_compliance_hook("access_token_response", _malformed_exchange)
+        session.register_compliance_hook("access_token_response", malformed_exchange)
         try:
             with provider_call("token"):
                 return session.fetch_token(
@@ -116,17 +67,17 @@ class LoginClient:
         """A fresh token response; RefreshRejected when the provider refuses the refresh token (400 or
         401, whatever the body), ProviderUnavailable on a network failure, a timeout or a 5xx."""
         session = self._session()
-        session.register_compliance_hook("refresh_token_response", _refusal_or_outage)
+        session.register_compliance_hook("refresh_token_response", refusal_or_outage)
         try:
             with provider_call("token", refresh=True):
                 return session.refresh_token(
                     self._endpoint("token_endpoint"), refresh_token=refresh_token, **self._token_params
                 )
-        except _Refused:
-            raise RefreshRejected() from None
+        except Refused as refused:
+            raise RefreshRejected(refused.code) from None
         except OAuthError as error:
             if error.error == "invalid_grant":
-                raise RefreshRejected() from None
+                raise RefreshRejected(error.error) from None
             raise ProviderUnavailable(f"refresh refused: {error.error}") from None
         except (requests.RequestException, ValueError) as error:
             raise ProviderUnavailable(f"token endpoint: {type(error).__name__}") from None
@@ -182,6 +133,7 @@ class LoginClient:
                 " please sign in again",
                 status=502,
                 reason="stale_auth_time",
+                sub=claims["sub"],
             )
         return claims
 

@@ -32,7 +32,7 @@ class BackchannelLogout:
         claims = logout_token_claims(self._provider, token, client_id=self._client_id, leeway=self._leeway)
         # Remembered as long as the token can be accepted: an iat up to `leeway` ahead adds to MAX_AGE.
         if not self._index.first_use_of_logout_token(claims["jti"], MAX_AGE + self._leeway):
-            raise BadLogoutToken("this logout token was already used")
+            raise BadLogoutToken("this logout token was already used", "replayed", sub=claims.get("sub"))
         try:
             ended = self._browser_sessions.end_for_logout_token(claims)
         except Exception:
@@ -51,43 +51,41 @@ class BackchannelLogout:
 def logout_token_claims(provider: Provider, token, *, client_id: str, leeway: int) -> dict:
     """The claims of a valid logout token for `client_id`; BadLogoutToken otherwise."""
     if not isinstance(token, str) or not token:
-        raise BadLogoutToken("logout_token is missing")
+        raise BadLogoutToken("logout_token is missing", "missing")
     try:
         header, claims = signed_claims(provider, token)
     except BadToken as error:
-        raise BadLogoutToken(str(error)) from None
+        raise BadLogoutToken(str(error), "unverified") from None
     typ = header.get("typ")
     if typ is not None and (not isinstance(typ, str) or typ.lower() not in LOGOUT_TYPES):
-        raise BadLogoutToken("the token's typ is not logout+jwt")
-    problem = _claims_problem(claims, provider.issuer, client_id, leeway)
-    if problem:
-        raise BadLogoutToken(problem)
+        raise BadLogoutToken("the token's typ is not logout+jwt", "typ")
+    _check_claims(claims, provider.issuer, client_id, leeway)
     return claims
 
 
-def _claims_problem(claims: dict, issuer: str, client_id: str, leeway: int) -> str | None:
+def _check_claims(claims: dict, issuer: str, client_id: str, leeway: int) -> None:
+    """BadLogoutToken, with its message and reason code, unless a verified token's claims are a logout's."""
     now = time.time()
     events = claims.get("events")
     if claims.get("iss") != issuer:
-        return "wrong issuer"
+        raise BadLogoutToken("wrong issuer", "issuer")
     if client_id not in audiences_of(claims):
-        return "not issued to this client"
+        raise BadLogoutToken("not issued to this client", "audience")
     if not is_number(claims.get("iat")) or claims["iat"] > now + leeway:
-        return "missing or future iat"
+        raise BadLogoutToken("missing or future iat", "iat")
     if claims["iat"] < now - MAX_AGE:
-        return "issued too long ago"
+        raise BadLogoutToken("issued too long ago", "too_old")
     if "exp" in claims and (not is_number(claims["exp"]) or now >= claims["exp"] + leeway):
-        return "expired"
+        raise BadLogoutToken("expired", "expired")
     if not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_EVENT), dict):
-        return "no back-channel logout event"
+        raise BadLogoutToken("no back-channel logout event", "events")
     if "nonce" in claims:
-        return "a logout token must not carry a nonce"
+        raise BadLogoutToken("a logout token must not carry a nonce", "nonce")
     if not isinstance(claims.get("jti"), str) or not claims["jti"]:
-        return "no jti"
+        raise BadLogoutToken("no jti", "jti")
     sid, sub = claims.get("sid"), claims.get("sub")
     if not (isinstance(sid, str) and sid) and not (isinstance(sub, str) and sub):
-        return "neither sid nor sub"
+        raise BadLogoutToken("neither sid nor sub", "no_subject")
     for name in ("sid", "sub"):
         if name in claims and not (isinstance(claims[name], str) and claims[name]):
-            return f"{name} is not a string"
-    return None
+            raise BadLogoutToken(f"{name} is not a string", "no_subject")

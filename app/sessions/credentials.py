@@ -116,7 +116,7 @@ class SessionTokens:
         }
         record = with_response(base, response, now)
         ref = self._ref(sid)
-        self._token_sets.create(ref, self._records.sealed(sid, record), self._ttl_ms(record, now))
+        self._records.create(sid, ref, record, self._ttl_ms(record, now))
         entry = {"ref": ref, "started": now, "ends": record["ends"], "user_agent": user_agent}
         self._index.add(sub=sub, session_id=record["id"], entry=entry, provider_sid=provider_sid)
         return record
@@ -125,6 +125,8 @@ class SessionTokens:
         """Remove everything session `sid` keeps in Redis; return the token set it held."""
         ref = self._ref(sid)
         record, _ = self._records.load(sid, ref)
+        if record is None:
+            self._records.found_ended(ref)  # before the delete, which forgets how it ended
         self._token_sets.delete(ref)
         self._session_users.pop(ref, None)
         if record:
@@ -140,13 +142,7 @@ class SessionTokens:
         only: a look never extends a session; SessionEnded without one."""
         ref = self._ref(sid)
         record, ttl_ms = self._records.load(sid, ref)
-        if record is None:
-            raise SessionEnded()
-        now = time.time()
-        if now >= record["ends"]:
-            self._token_sets.delete(ref)
-            raise SessionEnded()
-        return record, now + max(0, ttl_ms) / 1000
+        return self._lasting(ref, record), time.time() + max(0, ttl_ms) / 1000
 
     def revocable_refresh_token(self, ref: str) -> str | None:
         """The refresh token of the session stored as `ref` (any of the user's), for revocation."""
@@ -210,17 +206,23 @@ class SessionTokens:
         return self._live(ref, record, ttl_ms)
 
     def _live(self, ref: str, record: dict | None, ttl_ms: int) -> dict:
-        if record is None:
-            raise SessionEnded()
+        record = self._lasting(ref, record)
         self._remember_user(ref, record["user"])
         now = time.time()
-        if now >= record["ends"]:
-            self._token_sets.delete(ref)
-            raise SessionEnded()
         wanted_ms = self._ttl_ms(record, now)
         # Extend at most about once a minute (sooner for short timeouts): a write on every read costs.
         if ttl_ms < wanted_ms - min(IDLE_TOUCH_SLACK_MS, wanted_ms // 4):
             self._token_sets.extend(ref, wanted_ms)
+        return record
+
+    def _lasting(self, ref: str, record: dict | None) -> dict:
+        """`record` while its session lasts; SessionEnded, its end audited, when it is gone or past its end."""
+        if record is None:
+            self._records.found_ended(ref)
+            raise SessionEnded()
+        if time.time() >= record["ends"]:
+            self._records.end_at_limit(ref, record)
+            raise SessionEnded()
         return record
 
     def _remember_user(self, ref: str, username: str) -> None:

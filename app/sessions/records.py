@@ -1,11 +1,13 @@
 """A browser session's token record as stored: one Redis key per session, its tokens sealed under the
 session cookie (app.sessions.sealing), versioned for compare-and-set. A record no key opens, or one from
-before sealing, ends its session."""
+before sealing, ends its session. How a session ended by itself (idle, absolute, malformed) is audited
+here, when its browser comes back."""
 
 import logging
 import math
 import time
 
+from ..audit import audit
 from ..store.tokensets import TokenSets
 from ..tokens.principal import epoch_seconds
 from .sealing import Sealer, Unsealable
@@ -13,6 +15,9 @@ from .sealing import Sealer, Unsealable
 log = logging.getLogger(__name__)
 
 REFRESH_MARGIN = 60
+# How long after its absolute end a session left to expire is still audited when its browser comes back.
+END_TOLD_FOR = 86_400
+MAX_NAMED = 255  # longer plaintext fields of a malformed record are not repeated in its audit event
 # The fields of a record the app reads, and their types: a record without them ends its session.
 FIELD_TYPES = {
     "v": int,
@@ -33,6 +38,13 @@ class SessionRecords:
         self._token_sets = token_sets
         self._sealer = sealer
 
+    def create(self, sid: str, ref: str, record: dict, ttl_ms: int) -> None:
+        """Store the record of a new session `sid` as `ref`, and who it was and when it ends (no token)
+        for found_ended."""
+        end = {name: record[name] for name in ("id", "user", "sub", "ends")}
+        end_ttl_ms = int((record["ends"] - time.time() + END_TOLD_FOR) * 1000)
+        self._token_sets.create(ref, self.sealed(sid, record), ttl_ms, end=end, end_ttl_ms=end_ttl_ms)
+
     def load(self, sid: str, ref: str) -> tuple[dict | None, int]:
         """The record of session `sid` (stored as `ref`) with its tokens unsealed, and its time to live in
         ms; None when there is none or it cannot be opened."""
@@ -49,6 +61,7 @@ class SessionRecords:
         except Unsealable as error:
             log.warning("session ended: its tokens cannot be unsealed (%s)", error)
             self._token_sets.delete(ref)
+            _ended("malformed", stored)
             return None
         if stale and self._token_sets.replace(ref, record["v"], self.sealed(sid, record)):
             record["v"] += 1  # sealed again under the current SECRET_KEY
@@ -57,6 +70,18 @@ class SessionRecords:
     def sealed(self, sid: str, record: dict) -> dict:
         """`record` as it is stored for session `sid`: its tokens sealed."""
         return self._sealer.seal_record(sid, record)
+
+    def found_ended(self, ref: str) -> None:
+        """Audit, once, the end of the session `ref` whose record is gone, when it was left to expire
+        (idle, or past its absolute end); nothing when it was ended (each end audits itself)."""
+        end = self._token_sets.take_end(ref)
+        if end and isinstance(end.get("ends"), int | float):
+            _ended("absolute" if time.time() >= end["ends"] else "idle", end)
+
+    def end_at_limit(self, ref: str, record: dict) -> None:
+        """End the session `ref` whose `record` has outlived its absolute end, audited."""
+        self._token_sets.delete(ref)
+        _ended("absolute", record)
 
 
 def well_formed(record: dict) -> bool:
@@ -94,6 +119,17 @@ def with_response(record: dict, response: dict, now: float) -> dict:
         "scope": response.get("scope", record["scope"]),
         "ends": ends,
     }
+
+
+def _ended(reason: str, record: dict) -> None:
+    """The one audit event of a session that ended by itself, naming it from what its record shows."""
+    named = {
+        name: value
+        for name, value in ((name, record.get(name)) for name in ("id", "user", "sub"))
+        if isinstance(value, str) and len(value) <= MAX_NAMED
+    }
+    session = named.pop("id", None)
+    audit("session.ended", reason=reason, ended=[session] if session else [], session=session, **named)
 
 
 def needs_refresh(record: dict) -> bool:

@@ -10,7 +10,7 @@ import logging
 import secrets
 import time
 
-from ..audit import audit
+from ..audit import SUPERSEDED, audit
 from ..errors import LoginFailed, ProviderUnavailable, SessionEnded, Unavailable
 from ..provider.login_client import LoginClient, RefreshRejected
 from ..store.tokensets import TokenSets
@@ -91,16 +91,16 @@ class Refresher:
         if not needs_refresh(latest):
             return latest  # another request refreshed while we waited for the lock
         if not latest.get("refresh_token"):
-            self._token_sets.delete(ref)
+            self._records.end_at_limit(ref, latest)  # without one, its access token's life is its limit
             raise SessionEnded()
         try:
             response = self._login_client.refresh(latest["refresh_token"])
-        except RefreshRejected:
+        except RefreshRejected as rejected:
             # If a refresh that outlived its lock stored newer tokens meanwhile, they win.
             if self._token_sets.end_if_version(ref, latest["v"]):
-                _refused(latest, ended=True, cause="refresh_token_refused")
+                _refused(latest, rejected.reason, error=rejected.error, ended=True)
                 raise SessionEnded() from None
-            _refused(latest, ended=False, cause="superseded")
+            _refused(latest, SUPERSEDED, error=rejected.error or rejected.reason, ended=False)
             return self._stored_after_race(sid, ref)
         except ProviderUnavailable:
             if still_valid(latest):
@@ -108,7 +108,7 @@ class Refresher:
             raise
         if response.get("id_token") and not self._same_user(response["id_token"], latest["sub"]):
             self._token_sets.end_if_version(ref, latest["v"])
-            _refused(latest, ended=True, cause="id_token_refused")
+            _refused(latest, "id_token_refused", ended=True)
             raise SessionEnded()
         updated = with_response(latest, response, time.time())
         if not self._token_sets.replace(ref, latest["v"], self._records.sealed(sid, updated)):
@@ -134,9 +134,9 @@ class Refresher:
         return newer
 
 
-def _refused(record: dict, *, ended: bool, cause: str) -> None:
-    """The one audit event of a refused refresh: the session ended, or (superseded) a newer refresh won."""
+def _refused(record: dict, reason: str, *, ended: bool, error: str | None = None) -> None:
+    """The audit events of a refused refresh: refresh.refused (with the provider's code as sent in
+    `error` when `reason` cannot name it), then the session.ended it caused, when it `ended` the session."""
+    audit("refresh.refused", reason=reason, error=error, **audit_fields(record))
     if ended:
-        audit("session.ended", reason="refresh_refused", cause=cause, ended=[record["id"]], **audit_fields(record))
-    else:
-        audit("refresh.refused", reason=cause, **audit_fields(record))
+        audit("session.ended", reason="refresh_refused", cause=reason, ended=[record["id"]], **audit_fields(record))

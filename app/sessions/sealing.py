@@ -35,24 +35,26 @@ def _salt(secret: str) -> bytes:
     return hmac.digest(secret.encode(), SALT_LABEL, hashlib.sha256)
 
 
-def _key(cookie: str, salt: bytes) -> bytes:
-    """HKDF-SHA256 (RFC 5869) of the cookie under `salt` and INFO, 32 bytes."""
+def _key(cookie: str, salt: bytes, info: bytes) -> bytes:
+    """HKDF-SHA256 (RFC 5869) of the cookie under `salt` and `info`, 32 bytes."""
     # One extract and one expand block by the C one-shot HMAC: the key cryptography's HKDF gives,
     # without building its objects and the salt on every cookie-authenticated call.
     pseudorandom_key = hmac.digest(salt, cookie.encode(), hashlib.sha256)
-    return hmac.digest(pseudorandom_key, INFO + b"\x01", hashlib.sha256)
+    return hmac.digest(pseudorandom_key, info + b"\x01", hashlib.sha256)
 
 
 class Sealer:
-    """Seals and opens values for one session cookie, under SECRET_KEY and its fallbacks."""
+    """Seals and opens values for one session cookie, under SECRET_KEY and its fallbacks; another
+    `info` keys another purpose (a value sealed for one never opens for the other)."""
 
-    def __init__(self, secret: str, fallbacks: list[str]):
+    def __init__(self, secret: str, fallbacks: list[str], *, info: bytes = INFO):
         self._salts = [_salt(secret) for secret in (secret, *fallbacks)]
+        self._info = info
 
     def seal(self, cookie: str, plaintext: bytes) -> str:
         """`plaintext` encrypted for the session `cookie`."""
         nonce = secrets.token_bytes(NONCE_BYTES)
-        sealed = AESGCM(_key(cookie, self._salts[0])).encrypt(nonce, plaintext, INFO)
+        sealed = AESGCM(_key(cookie, self._salts[0], self._info)).encrypt(nonce, plaintext, self._info)
         return f"{VERSION}.{base64.urlsafe_b64encode(nonce + sealed).decode()}"
 
     def open(self, cookie: str, value) -> tuple[bytes, bool]:
@@ -69,7 +71,7 @@ class Sealer:
         nonce, sealed = raw[:NONCE_BYTES], raw[NONCE_BYTES:]
         for index, salt in enumerate(self._salts):
             try:
-                return AESGCM(_key(cookie, salt)).decrypt(nonce, sealed, INFO), index > 0
+                return AESGCM(_key(cookie, salt, self._info)).decrypt(nonce, sealed, self._info), index > 0
             except InvalidTag:
                 continue
         raise Unsealable("no key opens it")

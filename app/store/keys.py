@@ -1,8 +1,7 @@
 """Every Redis key the service uses, built here and only here, under a configurable prefix.
 
 Each command touches exactly one of these keys, so a Redis Cluster can serve any of them; the
-scripts that touch several (a poke, a browser's pending sign-ins) find them in one slot through a
-hash tag (`{target}`, `{browser tag}`).
+scripts that touch several (a poke) find them in one slot through a hash tag (`{target}`).
 """
 
 
@@ -21,15 +20,9 @@ class Keys:
     def cooldown(self, poker: str, target: str) -> str:
         return f"{self.prefix}cooldown:{{{target}}}:{poker}"
 
-    def pending_login(self, browser_tag: str, login_id: str) -> str:
-        # It shares its browser's hash tag (see logins); the id is a digest, the state stays out of Redis.
-        return f"{self.prefix}login:{{{browser_tag}}}:{login_id}"
-
-    def pending_logins_of(self, browser_tag: str) -> str:
-        return f"{self.prefix}logins:{{{browser_tag}}}"
-
-    def pending_logins(self) -> str:
-        return f"{self.prefix}pending-logins"
+    def used_state(self, login_id: str) -> str:
+        # The id is a digest: the state itself stays out of Redis.
+        return f"{self.prefix}login-used:{login_id}"
 
     def session(self, session_ref: str) -> str:
         return f"{self.prefix}session:{session_ref}"
@@ -40,6 +33,9 @@ class Keys:
     def refresh_lock(self, session_ref: str) -> str:
         return f"{self.prefix}refresh-lock:{session_ref}"
 
+    def session_end(self, session_ref: str) -> str:
+        return f"{self.prefix}session-end:{session_ref}"
+
     def sessions_of_subject(self, sub: str) -> str:
         return f"{self.prefix}sessions-of:{sub}"
 
@@ -49,14 +45,24 @@ class Keys:
     def logout_token(self, jti: str) -> str:
         return f"{self.prefix}logout-jti:{jti}"
 
-    def dpop_proof(self, jti_digest: str) -> str:
-        return f"{self.prefix}dpop-jti:{jti_digest}"
+    def dpop_proofs(self, jkt: str) -> str:
+        # A key's proof ids and its count share the thumbprint's hash tag (see proofs).
+        return f"{self.prefix}dpop-jti:{{{jkt}}}"
+
+    def dpop_proof_count(self, jkt: str) -> str:
+        return f"{self.prefix}dpop-rate:{{{jkt}}}"
 
     def token_checks_of(self, client: str) -> str:
         return f"{self.prefix}token-checks:{client}"
 
     def token_checks(self) -> str:
         return f"{self.prefix}token-checks"
+
+    def introspection(self, token_digest: str) -> str:
+        return f"{self.prefix}introspection:{token_digest}"
+
+    def introspection_backoff(self) -> str:
+        return f"{self.prefix}introspection-backoff"
 
     def active_sessions(self) -> str:
         return f"{self.prefix}sessions:active"

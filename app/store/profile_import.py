@@ -5,8 +5,10 @@ So an import racing a first sign-in never gives one subject two profiles or one 
 whichever loses changes nothing. A refused record undoes the records written before it."""
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from .batches import BATCH, run_script_many
 from .profiles import Profile, Profiles
 
 # Write the fields (ARGV[3..]) only if the profile still exists as read (ARGV[1] '1' or '0') with the
@@ -50,6 +52,15 @@ class ImportRecord:
 
 
 @dataclass
+class ImportCounts:
+    """What an import did: profiles created, changed, and found already as the file says."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+@dataclass
 class _Planned:
     index: int
     profile: Profile  # the record merged over the stored profile
@@ -68,20 +79,67 @@ class ProfileImport:
         self._write = redis.register_script(_WRITE_IF_UNCHANGED)
         self._undo = redis.register_script(_UNDO)
 
-    def run(self, records: list[ImportRecord], *, relink: bool = False, create: bool = False) -> int:
+    def run(
+        self,
+        records: list[ImportRecord],
+        *,
+        relink: bool = False,
+        create: bool = False,
+        progress: Callable[[int], None] = lambda count: None,
+    ) -> ImportCounts:
         """Write every record or none; ImportRefused naming the first record that may not be written.
-        With `create`, a record whose profile exists is refused."""
-        planned = [self._plan(index, record, relink, create) for index, record in enumerate(records)]
-        for done, step in enumerate(planned):
-            refused = self._apply(step)
+        With `create`, a record whose profile exists is refused. `progress` hears how many more records
+        were checked, then written (twice the records in all)."""
+        planned = []
+        for start in range(0, len(records), BATCH):
+            batch = records[start : start + BATCH]
+            for offset, (record, raw, linked) in enumerate(zip(batch, *self._read(batch), strict=True)):
+                planned.append(self._plan(start + offset, record, relink, create, raw, linked))
+            progress(len(batch))
+        for start in range(0, len(planned), BATCH):
+            self._write_batch(planned, start)
+            progress(len(planned[start : start + BATCH]))
+        return _counts(planned)
+
+    def _write_batch(self, planned: list[_Planned], start: int) -> None:
+        """Write planned[start:start + BATCH] (one round trip, then one per new link); a refused record
+        undoes every record written before it and after it in the batch, and raises ImportRefused."""
+        batch = planned[start : start + BATCH]
+        results = self._write_all(batch)
+        for done, (step, result) in enumerate(zip(batch, results, strict=True)):
+            refused = self._apply(step, result)
             if refused:
-                for earlier in reversed(planned[:done]):
+                for later, ok in reversed(list(zip(batch[done + 1 :], results[done + 1 :], strict=True))):
+                    if ok == 1:
+                        self._revert(later, linked=False)
+                for earlier in reversed(planned[: start + done]):
                     self._revert(earlier)
                 raise ImportRefused(step.index, *refused)
-        return len(planned)
 
-    def _plan(self, index: int, record: ImportRecord, relink: bool, create: bool) -> _Planned:
-        raw = self._redis.hgetall(self._keys.user(record.username))
+    def _read(self, records: list[ImportRecord]) -> tuple[list[dict], list[str | None]]:
+        """Each record's stored profile hash and the profile its subject is linked to, in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for record in records:
+            pipe.hgetall(self._keys.user(record.username))
+        subs = [record.sub for record in records if record.sub]
+        for sub in subs:
+            pipe.get(self._keys.subject(sub))
+        answers = pipe.execute()
+        links = dict(zip(subs, answers[len(records) :], strict=True))
+        linked = [links[record.sub].decode() if record.sub and links[record.sub] else None for record in records]
+        return answers[: len(records)], linked
+
+    def _write_all(self, steps: list[_Planned]) -> list:
+        """Each step's conditional write (_WRITE_IF_UNCHANGED), in one round trip: its results."""
+        calls = []
+        for step in steps:
+            expected = ["1" if step.read else "0", step.read.get("sub", "")]
+            calls.append(([self._keys.user(step.profile.username)], expected + step.fields))
+        return run_script_many(self._redis, self._write, calls)
+
+    def _plan(
+        self, index: int, record: ImportRecord, relink: bool, create: bool, raw: dict, linked: str | None
+    ) -> _Planned:
         existing = Profile.from_hash(raw) if raw else None
         if existing and create:
             raise ImportRefused(index, "username", f"profile {record.username} already exists")
@@ -90,7 +148,6 @@ class ProfileImport:
         if replaced and not relink:
             why = f"profile {record.username} is linked to another subject; use --relink to change it"
             raise ImportRefused(index, "sub", why)
-        linked = self._links.username(record.sub) if record.sub else None
         if linked and linked != record.username:
             raise ImportRefused(index, "sub", f"subject is linked to profile {linked}")
         base = existing or Profile(record.username, record.username, record.username)
@@ -103,11 +160,10 @@ class ProfileImport:
         read = {key.decode(): value.decode() for key, value in raw.items()}
         return _Planned(index, merged, fields, read, replaced)
 
-    def _apply(self, step: _Planned) -> tuple[str, str] | None:
-        """Write one planned record; else the field and the reason it may not be, nothing of it written."""
+    def _apply(self, step: _Planned, result) -> tuple[str, str] | None:
+        """Finish one planned record its conditional write answered `result`; else the field and the reason
+        it may not be, nothing of it written."""
         username, sub = step.profile.username, step.profile.sub
-        expected = ["1" if step.read else "0", step.read.get("sub", "")]
-        result = self._write(keys=[self._keys.user(username)], args=expected + step.fields)
         if result != 1:
             return (
                 "username",
@@ -135,6 +191,18 @@ class ProfileImport:
 
 
 NOTHING = "; nothing was imported, run it again"
+
+
+def _counts(planned: list[_Planned]) -> ImportCounts:
+    counts = ImportCounts()
+    for step in planned:
+        if not step.read:
+            counts.created += 1
+        elif all(step.read.get(name) == value for name, value in zip(step.fields[::2], step.fields[1::2], strict=True)):
+            counts.unchanged += 1  # every field the record gives is already stored
+        else:
+            counts.updated += 1
+    return counts
 
 
 def _change(read: dict, found: str) -> str:

@@ -48,10 +48,12 @@ class TokenSets:
         self._release = redis.register_script(_RELEASE)
         self._delete_if = redis.register_script(_DELETE_IF)
 
-    def create(self, ref: str, record: dict, ttl_ms: int) -> None:
-        """Store a new token set (version 1) for the session `ref`."""
+    def create(self, ref: str, record: dict, ttl_ms: int, *, end: dict, end_ttl_ms: int) -> None:
+        """Store a new token set (version 1) for the session `ref`, and `end` (who and until when, no
+        token) for `end_ttl_ms`: what take_end tells once the token set expired."""
         pipe = self._redis.pipeline(transaction=False)
         pipe.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
+        pipe.set(self._keys.session_end(ref), json.dumps(end), px=end_ttl_ms)
         self._mark_active(pipe, ref, ttl_ms)
         pipe.execute()
 
@@ -98,8 +100,14 @@ class TokenSets:
         pipe = self._redis.pipeline(transaction=False)
         for key in (self._keys.token_set(ref), self._keys.session(ref), self._keys.refresh_lock(ref)):
             pipe.delete(key)
+        pipe.delete(self._keys.session_end(ref))
         pipe.zrem(self._keys.active_sessions(), ref)
         return pipe.execute()[0]
+
+    def take_end(self, ref: str) -> dict | None:
+        """What create() noted about the session `ref`, once: None when it was deleted (the session was
+        ended, not left to expire) or has been taken already."""
+        return _parsed(self._redis.getdel(self._keys.session_end(ref))) or None
 
     def exists(self, ref: str) -> bool:
         """Whether the session `ref` has a token set."""
@@ -118,16 +126,20 @@ class TokenSets:
         happens once, and a concurrent mover writes only where the first has not, so it cannot
         bring back what the first mover's request has since changed."""
         pipe = self._redis.pipeline(transaction=False)
-        for key in (self._keys.token_set(old), self._keys.session(old)):
+        for key in (self._keys.token_set(old), self._keys.session(old), self._keys.session_end(old)):
             pipe.get(key)
             pipe.pttl(key)
-        raw_tokens, tokens_ttl, raw_session, session_ttl = pipe.execute()
+        raw_tokens, tokens_ttl, raw_session, session_ttl, raw_end, end_ttl = pipe.execute()
         if not raw_tokens or tokens_ttl <= 0:
             return None
         pipe = self._redis.pipeline(transaction=False)
         pipe.set(self._keys.token_set(new), raw_tokens, px=tokens_ttl, nx=True)
-        if raw_session and session_ttl > 0:
-            pipe.set(self._keys.session(new), raw_session, px=session_ttl, nx=True)
+        for key, raw, ttl in (
+            (self._keys.session(new), raw_session, session_ttl),
+            (self._keys.session_end(new), raw_end, end_ttl),
+        ):
+            if raw and ttl > 0:
+                pipe.set(key, raw, px=ttl, nx=True)
         self._mark_active(pipe, new, tokens_ttl)
         pipe.execute()
         self.delete(old)

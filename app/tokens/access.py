@@ -45,9 +45,9 @@ class AccessTokens:
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
 
-    def verify(self, token: str, *, client: str | None = None) -> Principal:
+    def verify(self, token: str, *, address: str | None = None) -> Principal:
         """The principal `token` stands for; InvalidToken when it is not a valid access token.
-        (`client`, who sent it, matters only to introspection: the JWKS refetch here is bounded on its own.)"""
+        (`address`, who sent it, matters only to introspection: the JWKS refetch here is bounded on its own.)"""
         cached = self._cache.get(token)
         if cached is not None:
             if time.time() < cached[1]:

@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import json
 import time
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from joserfc import jws
 from joserfc.errors import JoseError
@@ -19,15 +19,19 @@ from joserfc.jwk import JWKRegistry
 from ..errors import Unauthorized
 from ..metrics import count_dpop_refusal
 from ..store.proofs import SeenProofs
+from .dpop_nonces import DpopNonces
 
 ALGORITHMS = ("ES256", "PS256", "RS256")
 KEY_TYPES = {"ES256": "EC", "PS256": "RSA", "RS256": "RSA"}
 PRIVATE_MEMBERS = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 PROOF_MAX_AGE = 60  # seconds a proof is accepted after its iat
+CLOCK_SKEW = 5  # seconds a proof id is kept past its window, for instances whose clocks differ that much
 MAX_PROOF_BYTES = 8192
 MAX_JTI = 256
-NONCE_PERIOD = 300  # seconds one server nonce is current; the previous one is accepted too
 DEFAULT_PORTS = {"http": 80, "https": 443}
+PATH_CHARACTERS = "/!$&'()*+,;=:@-._~"  # left as they are in a path (RFC 3986 pchar); the rest percent-encoded
+# The members a refusal may name (a proof's own member names never reach a message or a header).
+ASCII_MEMBERS = frozenset({"typ", "alg", "kid", "jti", "htm", "htu", "ath", "nonce"})
 CHALLENGE = f'DPoP algs="{" ".join(ALGORITHMS)}"'
 
 
@@ -78,8 +82,8 @@ def b64url_sha256(text: str) -> str:
 
 
 def normalized_url(url: str) -> str | None:
-    """`url` as RFC 9449 compares `htu`: scheme and host lower-cased, default port dropped, no query or
-    fragment; None when it is not an absolute http(s) URL."""
+    """`url` as RFC 9449 compares `htu`: scheme and host lower-cased, default port dropped, the path's
+    percent-encoding made canonical, no query or fragment; None when it is not an absolute http(s) URL."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -90,41 +94,23 @@ def normalized_url(url: str) -> str | None:
         return None
     host = f"[{host}]" if ":" in host else host
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    return f"{scheme}://{netloc}{parts.path or '/'}"
-
-
-class DpopNonces:
-    """Stateless server nonces: an HMAC of SECRET_KEY and the time bucket, so every instance that
-    shares the key issues and accepts the same ones."""
-
-    def __init__(self, secret: str, period: int = NONCE_PERIOD):
-        self._secret = secret.encode()
-        self._period = period
-
-    def current(self) -> str:
-        return self._of(int(time.time() // self._period))
-
-    def accepts(self, nonce) -> bool:
-        bucket = int(time.time() // self._period)
-        return isinstance(nonce, str) and any(
-            hmac.compare_digest(nonce, self._of(number)) for number in (bucket, bucket - 1)
-        )
-
-    def _of(self, bucket: int) -> str:
-        digest = hmac.new(self._secret, f"dpop-nonce:{bucket}".encode(), hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest[:18]).decode()
+    return f"{scheme}://{netloc}{quote(unquote(parts.path), safe=PATH_CHARACTERS) or '/'}"
 
 
 class DpopProofs:
-    """Checks the proof of one DPoP request; InvalidDpopProof (or UseDpopNonce) names the failed check."""
+    """Checks the proof of one DPoP request; InvalidDpopProof (or UseDpopNonce) names the failed check.
+    `origins` are the API's public origins (PUBLIC_ORIGINS): a proof's `htu` is one of them plus the
+    request's path, whatever host the request names."""
 
-    def __init__(self, seen: SeenProofs, *, leeway: int, nonces: DpopNonces | None = None):
+    def __init__(self, seen: SeenProofs, *, leeway: int, origins, nonces: DpopNonces | None = None):
         self._seen = seen
         self._leeway = leeway
+        self._origins = tuple(origin.rstrip("/") for origin in origins)
         self._nonces = nonces
 
-    def check(self, proofs: list[str], *, method: str, url: str, access_token: str, jkt: str) -> None:
-        """Pass when `proofs` is exactly one valid proof, for this request and this token's key."""
+    def check(self, proofs: list[str], *, method: str, path: str, access_token: str, jkt: str) -> None:
+        """Pass when `proofs` is exactly one valid proof, for this request and this token's key;
+        TooManyDpopProofs when the key has sent more proofs than its bound allows."""
         if len(proofs) != 1 or "," in proofs[0]:
             raise _refused("count", "exactly one DPoP header is required")
         claims, key = _signed_proof(proofs[0])
@@ -132,7 +118,7 @@ class DpopProofs:
         if claims.get("htm") != method:
             raise _refused("htm", "the DPoP proof is for another method (htm)")
         htu = claims.get("htu")
-        if not isinstance(htu, str) or normalized_url(htu) is None or normalized_url(htu) != normalized_url(url):
+        if not isinstance(htu, str) or normalized_url(htu) not in self._urls(path):
             raise _refused("htu", "the DPoP proof is for another URL (htu)")
         iat = claims.get("iat")
         if not isinstance(iat, int | float) or isinstance(iat, bool):
@@ -146,14 +132,19 @@ class DpopProofs:
             raise _refused("ath", "the DPoP proof has no ath")
         if not hmac.compare_digest(claims["ath"], b64url_sha256(access_token)):
             raise _refused("ath", "the DPoP proof is for another access token (ath)")
-        if not hmac.compare_digest(key.thumbprint(), jkt):
+        if not hmac.compare_digest(key.thumbprint().encode(), jkt.encode()):
             raise _refused("jkt", "the DPoP proof is signed with a key the token is not bound to (jkt)")
         if self._nonces is not None and not self._nonces.accepts(claims.get("nonce")):
             count_dpop_refusal("nonce")
             raise UseDpopNonce(self._nonces.current())
-        # Last: only a proof that passed everything else may take a place in Redis.
-        if not self._seen.first_use(jti, PROOF_MAX_AGE + 2 * self._leeway):
+        # Last: only a proof that passed everything else may take a place in Redis, under its key, until
+        # no instance would take it any more (its iat plus the window).
+        if not self._seen.first_use(jkt, jti, now=now, until=iat + PROOF_MAX_AGE + CLOCK_SKEW):
             raise _refused("replay", "this DPoP proof was already used (jti)")
+
+    def _urls(self, path: str) -> set[str | None]:
+        """The `htu` values a proof for `path` may name: each public origin with that path."""
+        return {normalized_url(origin + path) for origin in self._origins} - {None}
 
 
 def _signed_proof(proof: str):
@@ -165,6 +156,7 @@ def _signed_proof(proof: str):
         header = compact.headers()
     except (JoseError, ValueError, TypeError, UnicodeError):
         raise _refused("malformed", "the DPoP proof is not a JWT") from None
+    _require_ascii(header)
     if not isinstance(header.get("typ"), str) or header["typ"].lower() != "dpop+jwt":
         raise _refused("typ", "the DPoP proof's typ is not dpop+jwt")
     alg = header.get("alg")
@@ -185,7 +177,17 @@ def _signed_proof(proof: str):
         claims = None
     if not isinstance(claims, dict):
         raise _refused("malformed", "the DPoP proof's claims are not a JSON object")
+    _require_ascii(claims)
     return claims, key
+
+
+def _require_ascii(members: dict) -> None:
+    """Refuse a proof whose header or claims hold a text member that is not ASCII: every value this
+    module reads is ASCII by its definition, and comparing others would fail (hmac.compare_digest)."""
+    for name, value in members.items():
+        if isinstance(value, str) and not value.isascii():
+            named = f"{name} is" if name in ASCII_MEMBERS else "members are"
+            raise _refused("malformed", f"the DPoP proof's {named} not ASCII")
 
 
 def _public_key(jwk, alg: str):

@@ -1,20 +1,21 @@
 """Opaque access tokens, validated by asking the provider (RFC 7662 token introspection)."""
 
-import hashlib
 import logging
-import threading
+import math
 import time
-from collections import OrderedDict
 from dataclasses import replace
+from email.utils import parsedate_to_datetime
 
 import requests
 
-from ..errors import InvalidToken, ProviderUnavailable, SubjectUnknown
+from ..errors import InvalidToken, ProviderBusy, ProviderUnavailable, SubjectUnknown
 from ..metrics import provider_call
 from ..provider.discovery import Provider
 from ..provider.signatures import audiences_of
 from ..provider.userinfo import UserinfoIdentities
 from ..provider.vendors import ProviderProfile
+from ..store.token_checks import ProviderBackoff
+from .answers import Answers, token_digest
 from .principal import Principal, build_principal
 
 MAX_TOKEN_BYTES = 8192
@@ -23,37 +24,21 @@ MAX_TOKEN_BYTES = 8192
 TOKEN_ERRORS = {"unsupported_token_type", "invalid_token"}
 # Every refused token gets this one answer, so a prober learns nothing; the reason goes to the log.
 REFUSED = "the access token is not valid"
+# The provider asks us to slow down (RFC 6585, RFC 9110 15.6.4): no instance calls it until its
+# Retry-After has passed, by default BACKOFF seconds and never more than BACKOFF_MAX.
+BACK_OFF_STATUSES = {429, 503}
+BACKOFF, BACKOFF_MAX = 5, 300
 
 log = logging.getLogger(__name__)
 
 
-class Remembered:
-    """A bounded map from token digest to a value kept until a deadline; the oldest goes first."""
-
-    def __init__(self, size: int):
-        self._entries: OrderedDict[bytes, tuple[object, float]] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, digest: bytes):
-        """The value kept for `digest`, or None when there is none or its time is up."""
-        entry = self._entries.get(digest)
-        return entry[0] if entry is not None and time.time() < entry[1] else None
-
-    def put(self, digest: bytes, value, until: float) -> None:
-        with self._lock:
-            self._entries[digest] = (value, until)
-            self._entries.move_to_end(digest)
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-
 class IntrospectedTokens:
     """Turns a bearer token into a Principal by introspection, or raises InvalidToken (one message for
-    every refusal but SubjectUnknown) or ProviderUnavailable (the endpoint cannot answer: 503).
-    An answer is remembered no longer than the token lives and never longer than `cache_ttl`, so a
-    revoked token stops working within `cache_ttl` seconds; a refusal for `refusal_ttl` seconds. A
-    token neither remembers costs a provider call, which `admit(client)` may refuse first."""
+    every refusal but SubjectUnknown), ProviderUnavailable (the endpoint cannot answer) or ProviderBusy
+    (it asked us to back off). An answer is reused no longer than the token lives and never longer
+    than `cache_ttl`, so a revoked token stops working within `cache_ttl` seconds; a refusal for
+    `refusal_ttl` seconds; both are shared with every instance through `answers`. A provider call about
+    a token never seen valid is admitted by `admit(address)` first."""
 
     def __init__(
         self,
@@ -66,9 +51,10 @@ class IntrospectedTokens:
         profile: ProviderProfile,
         cache_ttl: float,
         timeout: float,
+        answers: Answers,
+        backoff: ProviderBackoff,
         refusal_ttl: float = 0,
         admit=None,
-        cache_size: int = 10_000,
     ):
         self._provider = provider
         self._credentials = (client_id, client_secret)
@@ -82,31 +68,48 @@ class IntrospectedTokens:
         self._timeout = timeout
         self._http = requests.Session()
         self._userinfo = UserinfoIdentities(provider, self._http, profile=profile, timeout=timeout)
-        self._answers = Remembered(cache_size)
-        self._refusals = Remembered(cache_size)  # apart, so junk tokens never push out valid answers
+        self._answers = answers
+        self._backoff = backoff
+        self._backoff_until = 0.0  # as this process last heard it
 
-    def verify(self, token: str, *, client: str | None = None) -> Principal:
-        """The principal `token` stands for, from memory or the provider; a provider call for a token
-        sent by `client` is admitted by `admit(client)` first (None: a session's own token, never bounded)."""
+    def verify(self, token: str, *, address: str | None = None) -> Principal:
+        """The principal `token` stands for, from what any instance knows or from the provider; a call
+        about a token never seen valid, sent from `address`, is admitted by `admit(address)` first
+        (None: a session's own token, never bounded)."""
         if len(token) > MAX_TOKEN_BYTES:
             raise _refused("the access token is too large")
-        digest = hashlib.sha256(token.encode()).digest()  # memory never holds a token itself
-        known = self._answers.get(digest)
-        if known is not None:
-            return known
-        refusal = self._refusals.get(digest)
-        if refusal is not None:
-            raise InvalidToken(refusal)
-        if client is not None and self._admit is not None:
-            self._admit(client)
+        digest, now = token_digest(token), time.time()
+        known = self._answers.known(digest, now)
+        if known is not None and known.fresh(now):
+            if known.principal is None:
+                raise InvalidToken(known.refusal)
+            return known.principal
+        self._wait_for_provider(now)
+        if known is None and address is not None and self._admit is not None:
+            self._admit(address)
         try:
             principal = self._principal(self._introspect(token), token)
         except InvalidToken as error:
             public = _refused(getattr(error, "reason", None) or error.message, error)
-            self._refusals.put(digest, public.message, time.time() + self._refusal_ttl)
+            self._answers.refuse(digest, public.message, until=now + self._refusal_ttl, now=now)
             raise public from None
-        self._answers.put(digest, principal, min(principal.expires_at, time.time() + self._cache_ttl))
+        self._answers.answer(digest, principal, until=min(principal.expires_at, now + self._cache_ttl), now=now)
         return principal
+
+    def _wait_for_provider(self, now: float) -> None:
+        """ProviderBusy while the provider's Retry-After runs, as this process or any instance heard it."""
+        if self._backoff_until <= now:
+            self._backoff_until = self._backoff.until()
+        if self._backoff_until > now:
+            raise ProviderBusy(math.ceil(self._backoff_until - now))
+
+    def _back_off(self, retry_after: str | None) -> ProviderBusy:
+        """Stop every instance calling the provider for as long as its `Retry-After` asks."""
+        now = time.time()
+        self._backoff_until = now + _seconds(retry_after, now)
+        self._backoff.start(self._backoff_until, now=now)
+        log.warning("identity provider asked to back off for %.0f s", self._backoff_until - now)
+        return ProviderBusy(math.ceil(self._backoff_until - now))
 
     def _introspect(self, token: str) -> dict:
         url = self._provider.endpoint("introspection_endpoint")  # required: never None (EndpointNotConfigured)
@@ -120,6 +123,8 @@ class IntrospectedTokens:
         try:
             with provider_call("introspection"):
                 response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+            if response.status_code in BACK_OFF_STATUSES:
+                raise self._back_off(response.headers.get("Retry-After"))
             if response.status_code == 400 and _error_of(response) in TOKEN_ERRORS:
                 raise InvalidToken("the access token is not one the provider can introspect")
             response.raise_for_status()
@@ -141,6 +146,8 @@ class IntrospectedTokens:
         token_type = answer.get("token_type")
         if token_type is not None and str(token_type).lower() not in ("bearer", "dpop", "access_token"):
             raise InvalidToken("the token is not an access token")
+        if str(token_type).lower() == "dpop" and "cnf" not in answer:  # RFC 9449 6.2: never a bearer token
+            raise InvalidToken("the access token is a DPoP token bound to no key (cnf.jkt)")
         exp = answer.get("exp")
         expires_at = float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else float("inf")
         # ... and the scopes `scope` where access tokens say `scp` (Okta, Entra).
@@ -178,3 +185,13 @@ def _error_of(response) -> str | None:
     except ValueError:
         return None
     return body.get("error") if isinstance(body, dict) else None
+
+
+def _seconds(retry_after: str | None, now: float) -> float:
+    """What a Retry-After asks for (seconds, or an HTTP date), between 1 and BACKOFF_MAX; BACKOFF without one."""
+    value = (retry_after or "").strip()
+    try:
+        seconds = float(value) if value.isdigit() else parsedate_to_datetime(value).timestamp() - now
+    except (TypeError, ValueError, OverflowError):
+        seconds = BACKOFF
+    return min(max(seconds, 1.0), BACKOFF_MAX)

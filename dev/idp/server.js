@@ -43,7 +43,9 @@
 //   IDP_SERVER_METADATA            where RFC 8414 metadata is served: appended (default, oidc-provider's own
 //                                  <issuer>/.well-known/oauth-authorization-server), rfc8414 (the well-known
 //                                  segment before the path, /.well-known/oauth-authorization-server/realms/dev,
-//                                  RFC 8414 3.1), both, or off; /__dev/stats counts them as server_metadata
+//                                  RFC 8414 3.1), both, off (404), or html: both URLs answer 200 with an HTML
+//                                  sign-in page, like providers whose catch-all route shows their login
+//                                  page; /__dev/stats counts them as server_metadata
 //   IDP_DEMO_OTP                   the one-time code of the second authentication level (default 123456,
 //                                  shown on the code page); see "two authentication levels"
 //   IDP_PAR                        off: no pushed authorization requests (RFC 9126): discovery names no
@@ -72,11 +74,18 @@
 //                              a 200 with a request_uri); ok (the default) is the real endpoint
 //   POST /__dev/stale-auth-time seconds=N (query): ID tokens report an auth_time N seconds older than the
 //                              real one (0 turns it off); for the max_age tests
+//   POST /__dev/token-scope    mode=listed|omitted (query): omitted leaves `scope` out of every token
+//                              response, as RFC 6749 5.1 allows when it is the scope requested (some
+//                              providers always do); listed (the default) sends it
+//   POST /__dev/introspection  status=429|503 (query), retry_after=S (query, optional): the introspection
+//                              endpoint answers that status (with Retry-After when given), like a provider
+//                              that throttles its clients; status=200 (the default) is the real endpoint.
+//                              Each such answer is still counted under `introspection` in the stats
 //   /__dev/stats also lists, under `authorization_requests`, the sign-in parameters of each pushed
 //   request (endpoint `par`) and each authorization request (endpoint `authorization`, with `pushed`
 //   true when it came through a request_uri) (the last 50; never state, nonce or code_challenge)
 //   /__dev/stats also lists, under `traceparents`, the W3C traceparent header of each realm request
-//   that carried one ({path, traceparent}, the last 200), for the tracing tests; reset empties it
+//   that carried one ({path, traceparent, baggage}, the last 200), for the tracing tests; reset empties it
 //
 // On listening it prints `dev-idp ready issuer=<issuer>`; SIGTERM/SIGINT stop it with exit code 0.
 
@@ -704,8 +713,9 @@ function answerWithoutSub(provider) {
 
 // IDP_PAR=off turns RFC 9126 off (oidc-provider enables it by default). POST /__dev/par makes the PAR
 // endpoint refuse, fail or hang; POST /__dev/stale-auth-time makes ID tokens report an older auth_time
-// (a provider that ignores max_age). The sign-in parameters of every pushed and authorization request
-// are noted in the stats, so tests can see what reached the provider and by which channel.
+// (a provider that ignores max_age); POST /__dev/token-scope leaves `scope` out of token responses. The
+// sign-in parameters of every pushed and authorization request are noted in the stats, so tests can see
+// what reached the provider and by which channel.
 const PAR_ENABLED = !['off', '0', 'false', 'no'].includes((process.env.IDP_PAR || '').toLowerCase());
 const PAR_MODES = ['ok', 'refuse', 'error', 'hang', 'no_request_uri', 'status_200'];
 const SIGN_IN_PARAMS = ['client_id', 'prompt', 'login_hint', 'max_age', 'acr_values', 'ui_locales', 'redirect_uri', 'scope'];
@@ -713,6 +723,7 @@ const REQUESTS_KEPT = 50;
 let parMode = 'ok';
 let parHangMs = 10_000;
 let staleAuthTimeSeconds = 0;
+let tokenScopeOmitted = false;
 
 const SIGN_IN_CONTROLS = {
   '/__dev/par': (res, query) => {
@@ -723,6 +734,14 @@ const SIGN_IN_CONTROLS = {
     }
     [parMode, parHangMs] = [mode, ms];
     return sendJson(res, 200, { par_mode: mode, ms });
+  },
+  '/__dev/token-scope': (res, query) => {
+    const mode = query.get('mode') || 'listed';
+    if (!['listed', 'omitted'].includes(mode)) {
+      return sendJson(res, 400, { error: 'invalid_request', error_description: 'mode must be listed|omitted' });
+    }
+    tokenScopeOmitted = mode === 'omitted';
+    return sendJson(res, 200, { token_scope: mode });
   },
   '/__dev/stale-auth-time': (res, query) => {
     const seconds = Number(query.get('seconds'));
@@ -763,6 +782,13 @@ function noteSignInParams(ctx) {
 }
 
 function signInRequestControls(oidcProvider) {
+  // Runs after the Keycloak-like token response middleware (registered later, so nested inside).
+  oidcProvider.use(async (ctx, next) => {
+    await next();
+    if (tokenScopeOmitted && ctx.oidc?.route === 'token' && ctx.body && typeof ctx.body === 'object') {
+      delete ctx.body.scope;
+    }
+  });
   oidcProvider.use(async (ctx, next) => {
     if (ctx.method === 'POST' && ctx.path === ROUTES.pushed_authorization_request && await parFault(ctx)) return;
     try {
@@ -779,12 +805,38 @@ function signInRequestControls(oidcProvider) {
   };
 }
 
+// ---------------------------------------------------------------------------- introspection throttling
+
+// POST /__dev/introspection makes the introspection endpoint answer 429 or 503 (with Retry-After), as a
+// provider does that rate-limits its clients, so tests can see the API back off and keep serving what
+// it knows. Self-contained: the control, its state and the answer.
+const THROTTLE_STATUSES = [200, 429, 503];
+let introspectionThrottle = { status: 200, retryAfter: null };
+
+function throttleIntrospection(res, query) {
+  const status = Number(query.get('status') ?? 200);
+  const retryAfter = query.get('retry_after');
+  if (!THROTTLE_STATUSES.includes(status) || (retryAfter !== null && !/^[0-9]{1,5}$/.test(retryAfter))) {
+    return sendJson(res, 400, { error: 'invalid_request', error_description: 'status must be 200|429|503, retry_after 0..99999' });
+  }
+  introspectionThrottle = { status, retryAfter };
+  return sendJson(res, 200, { status, retry_after: retryAfter });
+}
+
+function throttledIntrospection(res) {
+  const { status, retryAfter } = introspectionThrottle;
+  const headers = { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+  if (retryAfter !== null) headers['Retry-After'] = retryAfter;
+  res.writeHead(status, headers);
+  res.end(JSON.stringify({ error: status === 429 ? 'too_many_requests' : 'temporarily_unavailable' }));
+}
+
 // ---------------------------------------------------------------------------- endpoints missing from discovery
 
 const DISCOVERY_OMIT = (process.env.IDP_DISCOVERY_OMIT || '').split(',').map((s) => s.trim()).filter(Boolean);
 const SERVER_METADATA = process.env.IDP_SERVER_METADATA || 'appended';
-if (!['appended', 'rfc8414', 'both', 'off'].includes(SERVER_METADATA)) {
-  fail('IDP_SERVER_METADATA must be appended, rfc8414, both or off');
+if (!['appended', 'rfc8414', 'both', 'off', 'html'].includes(SERVER_METADATA)) {
+  fail('IDP_SERVER_METADATA must be appended, rfc8414, both, off or html');
 }
 const SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
@@ -798,14 +850,15 @@ function omitFromDiscovery(oidcProvider) {
   });
 }
 
-// RFC 8414 metadata where IDP_SERVER_METADATA says: false answers 404; the inserted form is served as
-// the provider's own appended route (same document, same absolute URLs).
+// RFC 8414 metadata where IDP_SERVER_METADATA says: false answers 404, 'html' the sign-in page; the
+// inserted form is served as the provider's own appended route (same document, same absolute URLs).
 function routeServerMetadata(req) {
   const path = (req.url || '').split('?')[0];
   const inserted = path === `${SERVER_METADATA_PATH}${REALM}`;
   const appended = path === `${REALM}${SERVER_METADATA_PATH}`;
   if (!inserted && !appended) return true;
   if (req.method !== 'OPTIONS') stats.server_metadata = (stats.server_metadata ?? 0) + 1;
+  if (SERVER_METADATA === 'html') return 'html';
   if (SERVER_METADATA === 'off' || (SERVER_METADATA !== 'both' && SERVER_METADATA !== (inserted ? 'rfc8414' : 'appended'))) {
     return false;
   }
@@ -870,6 +923,7 @@ async function devApi(req, res, path, query) {
     return sendJson(res, 200, { token_delay_ms: ms });
   }
   if (req.method === 'POST' && SIGN_IN_CONTROLS[path]) return SIGN_IN_CONTROLS[path](res, query);
+  if (req.method === 'POST' && path === '/__dev/introspection') return throttleIntrospection(res, query);
   if (req.method === 'POST' && path === '/__dev/rotate-keys') {
     const raw = (await readBody(req)).toString('utf8').trim();
     let keepOld = query.get('keep_old');
@@ -927,7 +981,9 @@ async function loginActions(req, res, rest) {
 }
 
 async function handle(req, res) {
-  if (!routeServerMetadata(req)) return sendJson(res, 404, { error: 'not_found' });
+  const metadataRoute = routeServerMetadata(req);
+  if (!metadataRoute) return sendJson(res, 404, { error: 'not_found' });
+  if (metadataRoute === 'html') return sendHtml(res, 200, page('Sign in', '<p>Sign in to continue.</p>'));
   const url = new URL(req.url, 'http://dev-idp.invalid');
   const path = url.pathname;
   if (path.startsWith('/__dev/')) return devApi(req, res, path, url.searchParams);
@@ -938,6 +994,7 @@ async function handle(req, res) {
 
   if (req.method !== 'OPTIONS') {
     if (COUNTED[sub]) stats[COUNTED[sub]] += 1;
+    if (sub === ROUTES.introspection && introspectionThrottle.status !== 200) return throttledIntrospection(res);
     if (sub === ROUTES.token && req.method === 'POST' && isForm(req)) {
       const params = new URLSearchParams((await readBody(req)).toString('utf8'));
       const grantType = params.get('grant_type');
@@ -971,14 +1028,16 @@ const server = http.createServer((req, res) => {
 // ---------------------------------------------------------------------------- traceparent record
 
 // Self-contained: a listener that runs before the main one and notes every incoming traceparent
-// header (never a query string) in the stats, which a reset replaces and so empties.
+// header, and the baggage header beside it (null when none), never a query string, in the stats,
+// which a reset replaces and so empties.
 const TRACEPARENTS_KEPT = 200;
 server.prependListener('request', (req) => {
   const traceparent = req.headers.traceparent;
   const path = (req.url || '').split('?')[0];
   if (!traceparent || path.startsWith('/__dev/')) return;
   stats.traceparents ??= [];
-  stats.traceparents.push({ path, traceparent: String(traceparent) });
+  const baggage = req.headers.baggage === undefined ? null : String(req.headers.baggage);
+  stats.traceparents.push({ path, traceparent: String(traceparent), baggage });
   if (stats.traceparents.length > TRACEPARENTS_KEPT) stats.traceparents.shift();
 });
 

@@ -38,7 +38,7 @@ class FakeLoginClient:
         if self.during_refresh:
             self.during_refresh()
         if self.refresh_answer == "invalid_grant":
-            raise RefreshRejected()
+            raise RefreshRejected("invalid_grant")
         if self.refresh_answer == "unavailable":
             raise ProviderUnavailable("token endpoint: ConnectionError")
         response = {

@@ -2,6 +2,7 @@
 TEST_REDIS_URL or REDIS_URL names one), the dev identity provider (oidc-provider) and the app under
 gunicorn. Plain builders, and the session-scoped fixtures the suites' conftests take in."""
 
+import json
 import os
 import secrets
 import subprocess
@@ -28,6 +29,10 @@ from tests.helpers.log_capture import remember_secrets
 from tests.helpers.settings import app_env
 
 DEMO_USERS = ROOT / "dev" / "demo-users.json"
+# Each demo account's subject at the dev provider (the `sub` its ID tokens carry), by login.
+DEMO_SUBJECTS = {
+    account["login"]: account["sub"] for account in json.loads((ROOT / "dev" / "idp" / "accounts.json").read_text())
+}
 LOGIN_CLIENTS = "profile-poke-web,profile-poke-web-short,profile-poke-web-limited"
 OPAQUE_CLIENT = "profile-poke-web-opaque"  # the dev provider's login client with opaque access tokens
 PASSWORD = "demo"

@@ -44,9 +44,9 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 class TlsProxy:
     """Serves https://127.0.0.1:`port` and forwards every request to `upstream` (http://host:port)."""
 
-    def __init__(self, upstream: str, directory: Path):
+    def __init__(self, upstream: str, directory: Path, port: int = 0):
         self.cert_path, key_path = self_signed(directory)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(upstream))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.cert_path, key_path)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)

@@ -10,7 +10,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.metrics import KNOWN_LABELS
+from app.audit import known_series
+from app.metrics import AUDIT_EVENTS, KNOWN_LABELS
 from dev import oidc_driver
 from dev.services import free_port
 from tests.helpers.log_capture import audit_lines_of, remember_secrets
@@ -48,13 +49,14 @@ def scrape(live, token) -> dict:
 def test_every_known_series_of_every_counter_is_there_at_zero_before_anything_happens(served):
     live, _, token = served
     samples = scrape(live, token)
-    for metric, label_sets in KNOWN_LABELS.items():
+    known = {**KNOWN_LABELS, AUDIT_EVENTS: known_series()}
+    for metric, label_sets in known.items():
         for labels in label_sets:
             key = (f"{metric._name}_total", tuple(sorted(zip(metric._labelnames, labels, strict=True))))
             # Each worker reads the provider's discovery document at start (app.health's endpoint check).
             started = metric._name == "pp_idp_requests" and labels == ("discovery", "ok")
             assert key in samples and (started or samples[key] == 0), key
-    assert len(samples) >= sum(map(len, KNOWN_LABELS.values()))
+    assert len(samples) >= sum(map(len, known.values()))
 
 
 def sign_in_with_id(base: str, username: str, request_id: str) -> tuple[requests.Session, requests.Response]:
@@ -90,3 +92,22 @@ def test_the_providers_back_channel_logout_is_one_event_naming_the_ended_session
     samples = scrape(live, token)
     for event, reason in (("signin.succeeded", "none"), ("session.ended", "backchannel")):
         assert samples[("pp_audit_events_total", (("event", event), ("reason", reason)))] == 1
+
+
+def test_a_refused_logout_token_and_a_replaced_session_are_counted_under_their_reasons(served):
+    live, _, token = served
+    refused, replaced = (
+        ("pp_audit_events_total", (("event", event), ("reason", reason)))
+        for event, reason in (("backchannel.refused", "unverified"), ("session.ended", "replaced"))
+    )
+    before = scrape(live, token)
+    junk = {"logout_token": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLW9mLW5vYm9keQ"}
+    assert requests.post(f"{live.url}/auth/backchannel-logout", data=junk, timeout=10).status_code == 400
+    http, _ = sign_in_with_id(live.url, "alice", "first-sign-in")
+    start = http.get(f"{live.url}/auth/login", allow_redirects=False, timeout=10)
+    callback = oidc_driver.login_at_idp(http, start.headers["Location"], "carol", PASSWORD)
+    assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
+    after = scrape(live, token)
+    assert (after[refused] - before[refused], after[replaced] - before[replaced]) == (1, 1)
+    (ended,) = [event for event in events(live, "session.ended") if event["reason"] == "replaced"]
+    assert ended["user"] == "alice"

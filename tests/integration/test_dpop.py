@@ -13,22 +13,32 @@ from tests.helpers.tls_proxy import TlsProxy
 pytestmark = pytest.mark.integration
 
 PROFILE = "/api/v1/me/profile"
+PUBLIC_NAME = "https://api.example.test"  # a load balancer's name for both instances
 # Who signs in with each algorithm's key, and whom they poke (each pair once: the cooldown holds a day).
 PAIRS = {"ES256": ("alice", "bob"), "PS256": ("alice", "carol"), "RS256": ("bob", "carol")}
 
 
-def start_pair(idp, redis_url, workdir, **overrides) -> tuple:
-    """Two gunicorn instances with one environment (one Redis, key prefix and SECRET_KEY)."""
-    env = integration_env(idp, redis_url, PROXY_HOPS="1", **overrides)
-    first, live = start_live_app(env, free_port(), workdir)
-    port = free_port()
-    second = start_gunicorn(port, env=env, log_path=workdir / f"app-{port}.log")
-    return (first, second), (live.url, f"http://127.0.0.1:{port}"), env
+def start_pair(idp, redis_url, workdir, public: list[str] | None = None, **overrides) -> tuple:
+    """Two gunicorn instances with one environment (one Redis, key prefix and SECRET_KEY), reached at
+    the `public` origins (by default, each at its own URL)."""
+    ports = [free_port(), free_port()]
+    origins = public or [f"http://127.0.0.1:{port}" for port in ports]
+    env = integration_env(idp, redis_url, PROXY_HOPS="1", PUBLIC_ORIGINS=",".join(origins), **overrides)
+    first, live = start_live_app(env, ports[0], workdir)
+    second = start_gunicorn(ports[1], env=env, log_path=workdir / f"app-{ports[1]}.log")
+    return (first, second), (live.url, f"http://127.0.0.1:{ports[1]}"), env
 
 
 @pytest.fixture(scope="module")
-def instances(idp, redis_url, workdir):
-    servers, urls, env = start_pair(idp, redis_url, workdir)
+def tls_port():
+    """The port of the TLS proxy of test_through_a_proxy..., known before the instances start."""
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def instances(idp, redis_url, workdir, tls_port):
+    # Behind a load balancer's public name, or the TLS proxy of one test: never at their own URLs.
+    servers, urls, env = start_pair(idp, redis_url, workdir, public=[PUBLIC_NAME, f"https://127.0.0.1:{tls_port}"])
     yield urls
     for server in servers:
         server.stop()
@@ -69,9 +79,11 @@ def test_a_bound_token_from_the_provider_reads_the_profile_and_pokes_with_each_a
     key, token = bound[alg]
     first, second = instances
     user, target = PAIRS[alg]
-    profile = dpop("GET", first + PROFILE, key, token)
+    profile = dpop("GET", first + PROFILE, key, token, htu=PUBLIC_NAME + PROFILE)
     assert (profile.status_code, profile.json()["data"]["handle"]) == (200, f"@{user}")
-    poke = dpop("POST", second + "/api/v1/pokes", key, token, json={"username": target})
+    poke = dpop(
+        "POST", second + "/api/v1/pokes", key, token, htu=PUBLIC_NAME + "/api/v1/pokes", json={"username": target}
+    )
     assert (poke.status_code, poke.json()) == (200, {"success": True})
 
 
@@ -86,9 +98,8 @@ def test_a_proof_replayed_against_the_other_instance_is_refused(instances, bound
     key, token = bound["ES256"]
     first, second = instances
     # Both instances behind one public name, as behind a load balancer: the proof fits either.
-    public = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.test"}
-    proof = key.proof("GET", "https://api.example.test" + PROFILE, access_token=token)
-    headers = {"Authorization": f"DPoP {token}", "DPoP": proof, **public}
+    proof = key.proof("GET", PUBLIC_NAME + PROFILE, access_token=token)
+    headers = {"Authorization": f"DPoP {token}", "DPoP": proof, "X-Forwarded-Proto": "https"}
     assert requests.get(first + PROFILE, headers=headers, timeout=10).status_code == 200
     replayed = requests.get(second + PROFILE, headers=headers, timeout=10)
     assert why(replayed) == (401, "this DPoP proof was already used (jti)")
@@ -106,9 +117,9 @@ def test_the_server_nonce_of_one_instance_is_accepted_by_the_other(nonced, bound
     assert answered.status_code == 200, answered.text
 
 
-def test_through_a_proxy_that_terminates_tls_the_public_https_url_is_the_htu(instances, bound, workdir):
+def test_through_a_proxy_that_terminates_tls_the_public_https_url_is_the_htu(instances, bound, workdir, tls_port):
     key, token = bound["RS256"]
-    proxy = TlsProxy(instances[0], workdir)
+    proxy = TlsProxy(instances[0], workdir, port=tls_port)
     try:
         public = proxy.url + PROFILE
         response = dpop("GET", public, key, token, verify=str(proxy.cert_path))

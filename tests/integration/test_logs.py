@@ -9,13 +9,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from app.store.keys import Keys
-from app.store.logins import PendingLogins
+from app.auth.pending import USED_UP
 from dev import oidc_driver
 from dev.services import free_port
 from tests.helpers.real_services import PASSWORD, integration_env, start_live_app, start_own_idp
 from tests.helpers.settings import CSRF
-from tests.helpers.signin import stored_tokens
+from tests.helpers.signin import opened_sign_in, stored_tokens
 
 pytestmark = pytest.mark.integration
 
@@ -32,9 +31,9 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
         authorize = http.get(f"{base}/auth/login", allow_redirects=False, timeout=10).headers["Location"]
         callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
         state = parse_qs(urlsplit(callback).query)["state"][0]  # with PAR, not in the first redirect
-        pending_key = PendingLogins(redis, Keys(env["REDIS_KEY_PREFIX"]), max_total=1).key(state)
-        verifier = json.loads(redis.get(pending_key))[0]
+        verifier = opened_sign_in(env, state, http.cookies.get_dict()).verifier
         secrets_seen += [verifier, parse_qs(urlsplit(callback).query)["code"][0], state]
+        secrets_seen += http.cookies.get_dict().values()  # the sealed login cookie among them
         assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
         first = stored_tokens(redis, env, http)
         assert http.get(f"{base}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200
@@ -44,7 +43,7 @@ def test_no_secret_appears_in_any_log_line(workdir, redis_url, redis):
         assert refreshed["refresh_token"] != first["refresh_token"]
         bearer = provider.user_tokens("bob", client_id="profile-poke-web-short")["access_token"]
         assert requests.get(f"{base}/api/v1/me/profile", headers={"Authorization": f"Bearer {bearer}"}).ok
-        secrets_seen += [bearer, *http.cookies.get_dict().values()]
+        secrets_seen += [bearer, *(value for value in http.cookies.get_dict().values() if value != USED_UP)]
         for record in (first, refreshed):
             secrets_seen += [record["access_token"], record["refresh_token"], record["id_token"]]
         assert http.post(f"{base}/auth/logout", headers=CSRF, timeout=10).status_code == 200

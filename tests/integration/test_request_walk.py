@@ -58,7 +58,8 @@ def traced(call) -> tuple[object, list[str], list[str]]:
     return result, list(entered), list(upward)
 
 
-def test_a_cookie_call_with_a_refresh_calls_only_downward_through_the_modules_the_map_names(app):
+def test_a_cookie_call_with_a_refresh_calls_only_downward_through_the_modules_the_map_names(make_app):
+    app = make_app(OIDC_CLIENT_ID="profile-poke-web-short")  # 62-second access tokens: a refresh is due soon
     client = signed_in_client(app, "alice")
     before = stored_session_tokens(app, client)
     wait_until_refresh_is_due(before)

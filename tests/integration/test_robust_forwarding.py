@@ -1,6 +1,6 @@
 """Forwarding headers under the real gunicorn with app.json's settings (Heroku's router in front): a
-client's headers never move a route or the path it answers under; the scheme Heroku's router sets
-still counts (DPoP `htu` is built from it)."""
+client's headers never move a route or the path it answers under, nor the URL a DPoP proof is for
+(`htu` is the configured public origin plus the path, whatever scheme or host a header names)."""
 
 import json
 import secrets
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.integration
 
 METRICS_TOKEN = secrets.token_urlsafe(24)
 PROFILE = "/api/v1/me/profile"
+PUBLIC = "https://profile-poke.herokuapp.test"  # the app's public origin: its OIDC_REDIRECT_URI's on Heroku
 # Headers a client may send to move the app under another path (gunicorn maps SCRIPT_NAME and
 # PATH_INFO from a trusted forwarder; other stacks read the rest).
 PATH_HEADERS = [
@@ -38,7 +39,7 @@ def app_json_settings() -> dict:
 @pytest.fixture(scope="module")
 def heroku_app(idp, redis_url, workdir):
     """The app under gunicorn.conf.py with app.json's settings and /metrics on."""
-    env = integration_env(idp, redis_url, **app_json_settings(), METRICS_TOKEN=METRICS_TOKEN)
+    env = integration_env(idp, redis_url, **app_json_settings(), METRICS_TOKEN=METRICS_TOKEN, PUBLIC_ORIGINS=PUBLIC)
     server, live = start_live_app(env, free_port(), workdir)
     yield live
     server.stop()
@@ -94,25 +95,29 @@ def refusal(response) -> tuple[int, str]:
     return response.status_code, response.json()["error"]["message"]
 
 
-def test_the_scheme_herokus_router_sets_still_counts(heroku_app, bound):
-    https = heroku_app.url.replace("http://", "https://") + PROFILE
-    assert dpop_profile(heroku_app, bound, https, {"X-Forwarded-Proto": "https"}).status_code == 200
-    plain = dpop_profile(heroku_app, bound, https, {"X-Forwarded-Proto": "http"})
-    assert refusal(plain) == (401, "the DPoP proof is for another URL (htu)")
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Forwarded-Proto": "https"},
+        {"X-Forwarded-Proto": "http"},
+        {"X-Forwarded-Proto": "http", "X-Forwarded-Ssl": "on"},
+        {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.elsewhere.test"},
+    ],
+    ids=["https", "http", "a client's X-Forwarded-Ssl", "a client's X-Forwarded-Host"],
+)
+def test_a_proof_for_the_public_origin_passes_whatever_scheme_or_host_a_header_names(heroku_app, bound, headers):
+    assert dpop_profile(heroku_app, bound, PUBLIC + PROFILE, headers).status_code == 200
 
 
-@pytest.mark.parametrize("claim", [{"X-Forwarded-Ssl": "on"}, {"X-Forwarded-Protocol": "ssl"}])
-def test_scheme_headers_the_router_passes_on_from_the_client_count_for_nothing(heroku_app, bound, claim):
-    # Heroku's router sets X-Forwarded-Proto and passes other headers on as the client sent them.
-    plain = heroku_app.url + PROFILE
-    response = dpop_profile(heroku_app, bound, plain, {"X-Forwarded-Proto": "http", **claim})
-    assert response.status_code == 200
-
-
-def test_a_clients_forwarded_host_does_not_change_the_url_a_proof_is_for(heroku_app, bound):
-    elsewhere = "https://api.elsewhere.test" + PROFILE
-    spoofed = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.elsewhere.test"}
-    assert refusal(dpop_profile(heroku_app, bound, elsewhere, spoofed)) == (
-        401,
-        "the DPoP proof is for another URL (htu)",
-    )
+@pytest.mark.parametrize(
+    ("htu", "headers"),
+    [
+        ("https://api.elsewhere.test", {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.elsewhere.test"}),
+        ("http://profile-poke.herokuapp.test", {"X-Forwarded-Proto": "http"}),
+        (None, {}),
+    ],
+    ids=["the host a client forwards", "the scheme the router forwards", "the address the router dialled"],
+)
+def test_a_proof_for_any_other_origin_is_refused_whatever_the_headers_say(heroku_app, bound, htu, headers):
+    response = dpop_profile(heroku_app, bound, (htu or heroku_app.url) + PROFILE, headers)
+    assert refusal(response) == (401, "the DPoP proof is for another URL (htu)")

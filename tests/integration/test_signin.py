@@ -3,7 +3,7 @@ state binding and replay, error callbacks, withheld scopes, open redirects, cook
 
 import base64
 import hashlib
-import json
+import re
 import secrets
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -14,11 +14,23 @@ from dev import oidc_driver
 from tests.helpers.pages import error_page_message
 from tests.helpers.real_services import PASSWORD
 from tests.helpers.settings import CSRF, SESSION_COOKIE, session_cookie_name
-from tests.helpers.signin import callback_path, cookie_value, signed_in_client, start_login
+from tests.helpers.signin import (
+    callback_path,
+    cookie_value,
+    login_cookie,
+    login_cookie_name,
+    opened_sign_in,
+    signed_in_client,
+    start_login,
+    state_of,
+)
 
 pytestmark = pytest.mark.integration
 
 UNKNOWN_SIGN_IN = "this sign-in is unknown, already used or expired; please sign in again"
+OTHER_BROWSER = (
+    "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again"
+)
 
 
 @pytest.fixture
@@ -91,19 +103,26 @@ def test_open_redirects_through_return_to_fall_back_to_the_root(app, target):
     assert urlsplit(location).netloc == ""
 
 
-def test_the_pending_login_lives_in_its_own_short_lived_key(front_channel_app, idp, redis):
+def test_the_pending_sign_in_lives_in_a_sealed_short_lived_cookie_and_nothing_in_redis(front_channel_app, idp, keys_of):
     client = front_channel_app.test_client()
-    state = query_of(start_login(client))["state"]
-    key = front_channel_app.extensions["profile_poke"].store.logins.key(state)
-    assert 0 < redis.ttl(key) <= 600
-    verifier, _, return_to, prompt, max_age = json.loads(redis.get(key))
-    assert (len(verifier), return_to, prompt, max_age) == (43, "/", "", "")
+    before = keys_of(front_channel_app)
+    login = client.get("/auth/login", query_string={"return_to": "/private/path"})
+    state = query_of(login.headers["Location"])["state"]
+    [set_cookie] = login.headers.getlist("Set-Cookie")
+    name = login_cookie_name(front_channel_app.config, state)
+    assert set_cookie.startswith(f"{name}=") and re.fullmatch(r"pp_login-[A-Za-z0-9_-]{16}", name)
+    for attribute in ("Max-Age=600", "HttpOnly", "SameSite=Lax", "Path=/"):
+        assert attribute in set_cookie
+    pending = opened_sign_in(front_channel_app.config, state, login_cookie(client, state))
+    assert (len(pending.verifier), pending.return_to, pending.prompt, pending.max_age) == (43, "/private/path", "", "")
+    assert pending.verifier not in set_cookie and "private" not in set_cookie  # sealed, not signed
+    assert [key for key in keys_of(front_channel_app) if key not in before and ":limits" not in key] == []
 
 
-def test_the_code_challenge_is_the_s256_of_the_stored_verifier(front_channel_app, redis):
+def test_the_code_challenge_is_the_s256_of_the_sealed_verifier(front_channel_app):
     client = front_channel_app.test_client()
     query = query_of(start_login(client))
-    verifier = json.loads(redis.get(front_channel_app.extensions["profile_poke"].store.logins.key(query["state"])))[0]
+    verifier = opened_sign_in(front_channel_app.config, query["state"], login_cookie(client, query["state"])).verifier
     assert 43 <= len(verifier) <= 128
     digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     assert query["code_challenge"] == digest
@@ -120,17 +139,22 @@ def test_two_tabs_can_sign_in_at_once(app):
     assert client.get("/auth/session").json["user"] == "alice"
 
 
-def test_a_replayed_callback_fails_without_a_second_exchange(app, idp):
+def test_a_replayed_callback_fails_without_a_second_exchange(app, idp, redis):
     client = app.test_client()
     callback = oidc_driver.login_at_idp(requests.Session(), start_login(client), "alice", PASSWORD)
+    copied = login_cookie(client, state_of(callback))  # what a thief of the browser's cookies would hold
     assert client.get(callback_path(callback)).status_code == 302
     idp.reset_stats()
     replay = app.test_client()
-    replay.set_cookie("pp_login", cookie_value(client, "pp_login"))
-    response = replay.get(callback_path(callback))
-    assert (response.status_code, error_page_message(response)) == (400, UNKNOWN_SIGN_IN)
+    for name, value in copied.items():
+        replay.set_cookie(name, value)
+    for again in (replay, client):  # with the copied cookie, and in the same browser (a reload)
+        response = again.get(callback_path(callback))
+        assert (response.status_code, error_page_message(response)) == (400, UNKNOWN_SIGN_IN)
     assert idp.stats()["token"]["authorization_code"] == 0
     assert replay.get("/auth/session").json == {"authenticated": False}
+    used = app.extensions["profile_poke"].store.used_states.key(state_of(callback))
+    assert 0 < redis.ttl(used) <= 600  # the only thing Redis keeps of a sign-in, until its state expires
 
 
 @pytest.mark.parametrize("mangle", ["mismatch", "missing"])
@@ -156,10 +180,7 @@ def test_a_callback_with_another_browsers_state_fails(app, idp):
     start_login(victim)  # the victim has a login cookie of its own
     idp.reset_stats()
     response = victim.get(callback_path(callback))
-    assert (response.status_code, error_page_message(response)) == (
-        400,
-        "this sign-in was started in another browser; please sign in again",
-    )
+    assert (response.status_code, error_page_message(response)) == (400, OTHER_BROWSER)
     assert idp.stats()["token"]["authorization_code"] == 0
 
 
@@ -271,15 +292,15 @@ def test_production_cookie_flags(make_app, idp):
     app = make_app(SESSION_COOKIE_SECURE="true")
     client = app.test_client()
     login = client.get("/auth/login", base_url="https://localhost")
-    login_cookie = login.headers["Set-Cookie"]
-    assert login_cookie.startswith("__Host-login=")
+    pending_cookie = login.headers["Set-Cookie"]
+    assert re.match(r"__Host-login-[A-Za-z0-9_-]{16}=", pending_cookie)
     callback = oidc_driver.login_at_idp(requests.Session(), login.headers["Location"], "alice", PASSWORD)
     response = client.get(callback_path(callback), base_url="https://localhost")
     session_cookie = next(
         c for c in response.headers.getlist("Set-Cookie") if c.startswith(f"{session_cookie_name(secure=True)}=")
     )
     attributes = {part.strip().split("=")[0].lower() for part in session_cookie.split(";")[1:]}
-    for cookie in (login_cookie, session_cookie):
+    for cookie in (pending_cookie, session_cookie):
         assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
         assert "Domain" not in cookie
     assert "expires" not in attributes  # a browser-session cookie; the server enforces the lifetimes

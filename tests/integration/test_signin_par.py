@@ -1,7 +1,9 @@
 """Pushed authorization requests (RFC 9126, OIDC_PAR) against the real dev provider and Redis: the
 browser sees only client_id and request_uri, the provider received the pushed request, and a PAR
-that fails is a 502 page with nothing pending and no front-channel fallback. Also the `state` format."""
+that fails is a 502 page with nothing pending and no front-channel fallback, a start the rate limit
+refuses is never pushed. Also the `state` format."""
 
+import base64
 import re
 import time
 from urllib.parse import parse_qs, parse_qsl, urlsplit
@@ -12,12 +14,13 @@ import requests
 from dev import oidc_driver
 from tests.helpers.pages import error_page_message
 from tests.helpers.real_services import PASSWORD, start_own_idp
-from tests.helpers.signin import callback_path, cookie_value, start_login
+from tests.helpers.signin import callback_path, start_login
 
 pytestmark = pytest.mark.integration
 
 UNAVAILABLE = "sign-in unavailable: the identity provider did not accept the sign-in request"
 BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+LIMITED = "too many requests from this address; try again later"
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +42,9 @@ def pushed_requests(idp) -> list[dict]:
     return [entry for entry in idp.stats().get("authorization_requests", []) if entry["endpoint"] == "par"]
 
 
-def nothing_pending(app, keys_of) -> bool:
-    """No pending sign-in in Redis: no record, no browser list, nothing counted against the bound."""
-    pending = [key for key in keys_of(app) if ":login:" in key or ":logins:" in key]
-    return pending == [] and app.extensions["profile_poke"].store.logins.count() == 0
+def nothing_pending(app, keys_of, response) -> bool:
+    """No pending sign-in: no cookie set in the browser, and no key of a sign-in in Redis."""
+    return "Set-Cookie" not in response.headers and [key for key in keys_of(app) if ":login" in key] == []
 
 
 def test_the_dev_provider_names_a_par_endpoint_in_discovery_and_idp_par_off_removes_it(idp, idp_without_par):
@@ -86,8 +88,7 @@ def test_a_par_that_fails_is_a_502_page_with_nothing_pending_and_no_fallback(app
     response = client.get("/auth/login", query_string={"return_to": "/x"})
     assert (response.status_code, error_page_message(response)) == (502, UNAVAILABLE)
     assert "Location" not in response.headers
-    assert nothing_pending(app, keys_of)
-    assert cookie_value(client, app.config["LOGIN_COOKIE_NAME"]) is None
+    assert nothing_pending(app, keys_of, response)
     assert idp.stats()["authorization"] == 0  # the browser was not sent to the front channel
 
 
@@ -97,11 +98,17 @@ def test_a_par_that_times_out_is_a_502_page_with_nothing_pending(make_app, idp, 
     with app.app_context():
         app.extensions["profile_poke"].provider.metadata()  # discovery read before the PAR endpoint hangs
     par_fault("hang", ms=4000)
+    pushed = len(pushed_requests(idp))
     started = time.monotonic()
     response = app.test_client().get("/auth/login")
     assert (response.status_code, error_page_message(response)) == (502, UNAVAILABLE)
     assert time.monotonic() - started < 3.5
-    assert nothing_pending(app, keys_of)
+    assert nothing_pending(app, keys_of, response)
+    # The provider records the held push when it lets go of it: wait for that here, or it lands in the
+    # stats of whichever test comes next (on a loaded machine, one that counts pushes).
+    deadline = time.monotonic() + 15
+    while len(pushed_requests(idp)) == pushed and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def test_oidc_par_require_fails_with_502_when_discovery_names_no_par_endpoint(make_app, idp_without_par, keys_of):
@@ -109,7 +116,7 @@ def test_oidc_par_require_fails_with_502_when_discovery_names_no_par_endpoint(ma
     response = app.test_client().get("/auth/login")
     assert response.status_code == 502
     assert "OIDC_PAR=require, but the identity provider offers no pushed" in error_page_message(response)
-    assert nothing_pending(app, keys_of)
+    assert nothing_pending(app, keys_of, response)
 
 
 def test_oidc_par_auto_uses_the_front_channel_when_discovery_names_no_par_endpoint(make_app, idp_without_par):
@@ -130,24 +137,23 @@ def test_oidc_par_off_sends_the_parameters_through_the_browser_and_pushes_nothin
     assert pushed_requests(idp) == []
 
 
-def test_the_state_is_base64url_without_padding_led_by_its_browsers_tag(make_app):
+def test_the_state_is_60_base64url_characters_of_its_expiry_random_bytes_and_a_mac(make_app):
     app = make_app(OIDC_PAR="off")
     browser, other = app.test_client(), app.test_client()
-    first, second = (parse_qs(urlsplit(start_login(browser)).query)["state"][0] for _ in range(2))
-    elsewhere = parse_qs(urlsplit(start_login(other)).query)["state"][0]
-    for state in (first, second, elsewhere):
-        assert BASE64URL.fullmatch(state) and len(state) == 59 and "=" not in state
-    assert first[:16] == second[:16] != elsewhere[:16]
-    assert first[16:] != second[16:]
-    # The tag is the Redis Cluster hash tag of the browser's pending sign-ins: one slot for them all.
-    assert "{" + first[:16] + "}" in app.extensions["profile_poke"].store.logins.key(first)
+    before = time.time()
+    states = [parse_qs(urlsplit(start_login(client)).query)["state"][0] for client in (browser, browser, other)]
+    for state in states:
+        assert BASE64URL.fullmatch(state) and len(state) == 60 and "=" not in state
+        raw = base64.urlsafe_b64decode(state)
+        assert before + 600 <= int.from_bytes(raw[:7], "big") / 1e6 <= time.time() + 600
+    assert len({base64.urlsafe_b64decode(state)[7:33] for state in states}) == 3  # 26 random bytes each
 
 
-def test_a_sign_in_past_the_pending_bound_is_refused_before_the_provider_hears_of_it(make_app, idp):
-    app = make_app(MAX_PENDING_SIGNINS="1")
+def test_a_sign_in_the_rate_limit_refuses_is_never_pushed_to_the_provider(make_app, idp):
+    app = make_app(RATE_LIMIT_LOGIN="1 per minute")
     idp.reset_stats()
     assert app.test_client().get("/auth/login").status_code == 302
-    refused = app.test_client().get("/auth/login")  # another browser: no login cookie
-    assert refused.status_code == 503
-    assert error_page_message(refused) == "too many sign-ins are in progress; please try again shortly"
+    refused = app.test_client().get("/auth/login")  # another browser, the same address
+    assert (refused.status_code, error_page_message(refused)) == (429, LIMITED)
+    assert "Set-Cookie" not in refused.headers
     assert len(pushed_requests(idp)) == 1

@@ -125,7 +125,7 @@ def test_without_step_up_settings_a_password_sign_in_pokes(make_app, idp):
 def test_a_dpop_bound_token_gets_the_challenge_in_both_schemes(make_app, idp):
     key = DpopKey.generate("ES256")
     token = idp.user_tokens("alice", dpop_key=key)["access_token"]
-    client = make_app(**STEP_UP).test_client()
+    client = make_app(**STEP_UP, PUBLIC_ORIGINS="http://localhost").test_client()  # the test client's
     url = "http://localhost/api/v1/pokes"
     headers = {"Authorization": f"DPoP {token}", "DPoP": key.proof("POST", url, access_token=token)}
     response = poke(client, headers)

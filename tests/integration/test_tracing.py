@@ -12,10 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from app.auth.pending import nonce_of
+from app.auth.pending import USED_UP, nonce_of
 from app.extensions import make_redis
-from app.store.keys import Keys
-from app.store.logins import PendingLogins
 from dev import oidc_driver
 from dev.otlp_receiver import Receiver
 from dev.services import free_port
@@ -29,7 +27,7 @@ from tests.helpers.real_services import (
     start_own_idp,
 )
 from tests.helpers.settings import CSRF, SESSION_COOKIE
-from tests.helpers.signin import stored_tokens, token_key
+from tests.helpers.signin import opened_sign_in, stored_tokens, token_key
 
 # What an operator could ask the instrumentations to record; the app must still drop the secret ones.
 CAPTURED = "authorization,cookie,set-cookie,dpop,user-agent"
@@ -76,8 +74,8 @@ def signed_in(traced, redis_url):
     callback = oidc_driver.login_at_idp(http, authorize, "alice", PASSWORD)
     # With PAR the state and nonce never pass through the browser before the callback.
     state = parse_qs(urlsplit(callback).query)["state"][0]
-    pending_key = PendingLogins(redis, Keys(live.env["REDIS_KEY_PREFIX"]), max_total=1).key(state)
-    verifier = json.loads(redis.get(pending_key))[0]
+    verifier = opened_sign_in(live.env, state, http.cookies.get_dict()).verifier
+    before_callback = http.cookies.get_dict()  # the sealed login cookie: the callback replaces it with a marker
     code = parse_qs(urlsplit(callback).query)["code"][0]
     assert http.get(callback, allow_redirects=False, timeout=10).status_code == 302
     assert http.get(f"{live.url}/api/v1/me/profile", headers=CSRF, timeout=10).status_code == 200
@@ -90,7 +88,8 @@ def signed_in(traced, redis_url):
         "nonce": nonce_of(verifier),
         "request_uri": parse_qs(urlsplit(authorize).query)["request_uri"][0],
         **{name: tokens[name] for name in ("access_token", "refresh_token", "id_token")},
-        **{f"cookie {cookie.name}": cookie.value for cookie in http.cookies},
+        **{f"cookie {name}": value for name, value in before_callback.items()},
+        **{f"cookie {cookie.name}": cookie.value for cookie in http.cookies if cookie.value != USED_UP},
         **{f"sealed {name}": value for name, value in sealed.items() if isinstance(value, str) and len(value) > 20},
     }
     redis.close()

@@ -3,6 +3,7 @@ rate-limit and out-of-memory answers (fakeredis; the real Redis versions are int
 
 import logging
 import pickle
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis as redis_py
@@ -73,9 +74,10 @@ def test_redis_out_of_memory_is_a_503_not_a_500(unit_app, fake_redis, monkeypatc
     def refuse(*args, **kwargs):
         raise redis_py.exceptions.OutOfMemoryError("command not allowed when used memory > 'maxmemory'.")
 
-    monkeypatch.setattr(fake_redis, "evalsha", refuse)
-    monkeypatch.setattr(fake_redis, "eval", refuse)
-    response = unit_app.test_client().get("/auth/login")
+    client = unit_app.test_client()
+    state = parse_qs(urlsplit(client.get("/auth/login").headers["Location"]).query)["state"][0]
+    monkeypatch.setattr(fake_redis, "set", refuse)
+    response = client.get("/auth/callback", query_string={"state": state, "code": "a-code"})  # it claims the state
     assert response.status_code == 503
     assert response.headers["Retry-After"] == "5"
     assert "storage is full" in response.get_data(as_text=True)

@@ -9,9 +9,10 @@ import requests
 from opentelemetry import trace
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.trace import Status, StatusCode
 
 from app import create_app, tracing
-from app.trace_privacy import scrubbed, scrubbed_attributes
+from app.trace_privacy import CAPTURABLE_HEADERS, scrubbed, scrubbed_attributes
 from config import Config
 from tests.helpers.settings import app_env
 
@@ -93,14 +94,43 @@ def test_redis_statements_keep_only_their_command_names():
     assert scrubbed_attributes(attributes) == {"db.statement": "SET", "db.query.text": "EVALSHA\nGETDEL"}
 
 
-@pytest.mark.parametrize("header", ["authorization", "cookie", "set_cookie", "dpop", "proxy_authorization"])
-def test_secret_headers_are_dropped_whichever_direction_captured_them(header):
+@pytest.mark.parametrize(
+    "header", ["authorization", "cookie", "set_cookie", "dpop", "proxy_authorization", "x_api_key", "baggage", "x_csrf"]
+)
+def test_only_allow_listed_headers_are_kept_whichever_direction_captured_them(header):
     attributes = {
         f"http.request.header.{header}": ("secret",),
         f"http.response.header.{header}": ("secret",),
         "http.request.header.user_agent": ("curl",),
+        "http.response.header.content_type": ("text/html",),
     }
-    assert scrubbed_attributes(attributes) == {"http.request.header.user_agent": ("curl",)}
+    assert scrubbed_attributes(attributes) == {
+        "http.request.header.user_agent": ("curl",),
+        "http.response.header.content_type": ("text/html",),
+    }
+
+
+def test_baggage_is_kept_only_when_the_operator_asked_for_it():
+    attributes = {"http.request.header.baggage": ("user=alice",)}
+    assert scrubbed_attributes(attributes) == {}
+    assert scrubbed_attributes(attributes, CAPTURABLE_HEADERS | {"baggage"}) == attributes
+
+
+def test_urls_in_header_values_and_in_any_other_attribute_lose_their_query():
+    attributes = {
+        "http.response.header.location": ("https://idp/logout?id_token_hint=eyJ.x.y&state=s",),
+        "http.request.header.referer": ["/page?token=t0ken#top"],
+        "exception.message": "No connection to http://idp:9/token?code=c0de (refused); /auth/callback?state=s7ate",
+        "http.route": "/api/v1/users/<path:username>",
+        "http.response.status_code": 303,
+    }
+    assert scrubbed_attributes(attributes) == {
+        "http.response.header.location": ("https://idp/logout",),
+        "http.request.header.referer": ["/page"],
+        "exception.message": "No connection to http://idp:9/token (refused); /auth/callback",
+        "http.route": "/api/v1/users/<path:username>",
+        "http.response.status_code": 303,
+    }
 
 
 def test_a_scrubbed_span_keeps_its_identity_and_scrubs_its_events_too():
@@ -109,6 +139,7 @@ def test_a_scrubbed_span_keeps_its_identity_and_scrubs_its_events_too():
         context=trace.SpanContext(1, 2, is_remote=False),
         attributes={"http.target": "/auth/callback?code=c0de", "http.route": "/auth/callback"},
         events=[Event("exception", {"url.full": "http://idp/x?token=t0ken", "exception.type": "Boom"})],
+        status=Status(StatusCode.ERROR, "GET http://idp/x?token=t0ken failed"),
         start_time=1,
         end_time=2,
     )
@@ -116,3 +147,4 @@ def test_a_scrubbed_span_keeps_its_identity_and_scrubs_its_events_too():
     assert (copy.name, copy.context, copy.start_time, copy.end_time) == (span.name, span.context, 1, 2)
     assert dict(copy.attributes) == {"http.target": "/auth/callback", "http.route": "/auth/callback"}
     assert dict(copy.events[0].attributes) == {"url.full": "http://idp/x", "exception.type": "Boom"}
+    assert (copy.status.status_code, copy.status.description) == (StatusCode.ERROR, "GET http://idp/x failed")

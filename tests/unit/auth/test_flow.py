@@ -17,7 +17,7 @@ from tests.helpers.settings import CSRF, SESSION_COOKIE
 from tests.helpers.stub_issuer import b64url
 
 CLIENT_ID = "profile-poke-web"
-UNKNOWN_STATE = "0123456789abcdef" + "A" * 43  # shaped like the app's states, but never issued
+UNKNOWN_STATE = "A" * 60  # shaped like the app's states, but never issued (its MAC does not match)
 ALL_SCOPES = ["openid", "svc:interact.poke", "svc:profile.private"]
 
 
@@ -74,13 +74,19 @@ def id_tokens_with(op, **changes) -> None:
     ("granted", "message"),
     [
         ("openid svc:profile.private", "the identity provider did not grant svc:interact.poke, which this app needs"),
-        (None, "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
+        ("", "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
     ],
 )
 def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(app, op, client, fake_redis, granted, message):
     op.token_changes = {"scope": granted}
     assert refusal(sign_in(client)) == (403, message)
     assert fake_redis.keys("*:tokens:*") == []
+
+
+def test_a_token_response_without_scope_grants_what_the_sign_in_asked_for(app, op, client):
+    op.token_changes = {"scope": None}  # left out, as RFC 6749 5.1 allows when it is the scope requested
+    assert sign_in(client).status_code == 302
+    assert client.get("/auth/session").json["scopes"] == sorted(app.config["OIDC_SCOPES"].split())
 
 
 @pytest.mark.parametrize("access_token", [None, 42])
@@ -268,7 +274,7 @@ def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reas
     assert refusal(response) == (400, "the identity provider refused the sign-in: access_denied: The user cancelled")
 
 
-@pytest.mark.parametrize("state", ["0123456789abcdef." + "A" * 43, None], ids=["well-formed but unknown", "missing"])
+@pytest.mark.parametrize("state", [UNKNOWN_STATE, None], ids=["well-formed but unknown", "missing"])
 def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(client, state):
     error = {"error": "access_denied", "error_description": "Your account is locked; call 555-0100"}
     response = client.get(f"/auth/callback?{urlencode({**error, 'state': state} if state else error)}")
@@ -277,7 +283,7 @@ def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(cl
 
 @pytest.mark.parametrize(
     "state",
-    ["0123456789abcdef." + "A" * 43, None, "not-a-state"],
+    [UNKNOWN_STATE, None, "not-a-state"],
     ids=["well-formed but unknown", "missing", "malformed"],
 )
 def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, state):
@@ -288,7 +294,10 @@ def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, state):
 def test_a_callback_carried_to_another_browser_is_refused(app, client, op):
     path, query = authorize(client)
     response = app.test_client().get(f"{path}?{urlencode(query)}")  # without the browser's login cookie
-    assert refusal(response) == (400, "this sign-in was started in another browser; please sign in again")
+    assert refusal(response) == (
+        400,
+        "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again",
+    )
     assert op.fetches["token"] == 0
 
 

@@ -33,23 +33,40 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+# case -> (status, body), and the reason (and the code as sent, when unlisted) its refresh.refused names
 REFUSALS = {
     "400 invalid_grant": (400, {"error": "invalid_grant", "error_description": "token expired"}),
     "400 without a body": (400, None),
     "400 with another error": (400, {"error": "invalid_request"}),
+    "400 with a vendor's own error": (400, {"error": "session_not_active"}),
     "401 invalid_client": (401, {"error": "invalid_client"}),
     "401 without a body": (401, None),
+}
+TOLD = {
+    "400 invalid_grant": ("invalid_grant", None),
+    "400 without a body": ("no_error_code", None),
+    "400 with another error": ("invalid_request", None),
+    "400 with a vendor's own error": ("unlisted_error", "session_not_active"),
+    "401 invalid_client": ("invalid_client", None),
+    "401 without a body": ("no_error_code", None),
 }
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_a_refused_refresh_ends_the_session_with_401(op, fake_redis, case):
+def test_a_refused_refresh_ends_the_session_with_401(op, fake_redis, audit_lines, case):
     client = signed_in(op, fake_redis)
     op.token_failure = REFUSALS[case]
+    audit_lines.lines.clear()
     response = client.get("/api/v1/me/profile", headers=CSRF)
     assert response.status_code == 401
     assert response.json["error"] == {"code": "unauthorized", "message": "the session has ended; sign in again"}
     assert op.token_requests[-1]["grant_type"] == "refresh_token"
+    refused, ended = audit_lines.events()
+    assert ((refused["event"], refused["reason"]), (ended["event"], ended["cause"])) == (
+        ("refresh.refused", TOLD[case][0]),
+        ("session.ended", TOLD[case][0]),
+    )
+    assert refused.get("error") == TOLD[case][1]
     assert client.get("/auth/session").json == {"authenticated": False}
     assert fake_redis.keys("*:tokens:*") == []
 

@@ -91,29 +91,46 @@ def test_a_typ_of_application_logout_jwt_in_any_case_is_accepted(app, op):
     assert client.get("/auth/session").json == {"authenticated": False}
 
 
+# case -> (claim changes, header, the message's words, the reason its backchannel.refused event names)
 REFUSED = {
-    "wrong aud": ({"aud": "another-client"}, None, "not issued to this client"),
-    "wrong iss": ({"iss": "https://evil.example/realms/stub"}, None, "wrong issuer"),
-    "a nonce": ({"nonce": "n-1"}, None, "must not carry a nonce"),
-    "no events": ({"events": None}, None, "no back-channel logout event"),
-    "another event": ({"events": {"http://schemas.openid.net/event/other": {}}}, None, "no back-channel logout event"),
-    "iat over 300 s old": ({"iat": int(time.time()) - 400, "exp": int(time.time()) + 60}, None, "issued too long ago"),
-    "iat in the future": ({"iat": int(time.time()) + 600}, None, "missing or future iat"),
-    "no jti": ({"jti": None}, None, "no jti"),
-    "neither sid nor sub": ({"sid": None, "sub": None}, None, "neither sid nor sub"),
-    "an ID token's typ": ({}, {"typ": "JWT"}, "typ is not logout+jwt"),
+    "wrong aud": ({"aud": "another-client"}, None, "not issued to this client", "audience"),
+    "wrong iss": ({"iss": "https://evil.example/realms/stub"}, None, "wrong issuer", "issuer"),
+    "a nonce": ({"nonce": "n-1"}, None, "must not carry a nonce", "nonce"),
+    "no events": ({"events": None}, None, "no back-channel logout event", "events"),
+    "another event": (
+        {"events": {"http://schemas.openid.net/event/other": {}}},
+        None,
+        "no back-channel logout event",
+        "events",
+    ),
+    "iat over 300 s old": (
+        {"iat": int(time.time()) - 400, "exp": int(time.time()) + 60},
+        None,
+        "issued too long ago",
+        "too_old",
+    ),
+    "iat in the future": ({"iat": int(time.time()) + 600}, None, "missing or future iat", "iat"),
+    "expired": ({"exp": int(time.time()) - 600}, None, "expired", "expired"),
+    "no jti": ({"jti": None}, None, "no jti", "jti"),
+    "neither sid nor sub": ({"sid": None, "sub": None}, None, "neither sid nor sub", "no_subject"),
+    "a sub that is no string": ({"sub": 42}, None, "sub is not a string", "no_subject"),
+    "an ID token's typ": ({}, {"typ": "JWT"}, "typ is not logout+jwt", "typ"),
 }
 
 
 @pytest.mark.parametrize("case", REFUSED)
-def test_a_bad_logout_token_is_refused_and_ends_nothing(app, op, case):
-    changes, header, reason = REFUSED[case]
+def test_a_bad_logout_token_is_refused_and_ends_nothing(app, op, audit_lines, case):
+    changes, header, message, reason = REFUSED[case]
     client = signed_in(app)
+    audit_lines.lines.clear()
     response = post(app, logout_token(op, header=header, **changes))
     assert response.status_code == 400
-    assert response.json["error"] == "invalid_request" and reason in response.json["error_description"]
+    assert response.json["error"] == "invalid_request" and message in response.json["error_description"]
     assert response.headers["Cache-Control"] == "no-store"
     assert client.get("/auth/session").json["authenticated"] is True
+    (refused,) = audit_lines.events()
+    assert (refused["event"], refused["reason"]) == ("backchannel.refused", reason)
+    assert "sub" not in refused  # nothing a refused token claims is repeated as fact
 
 
 def test_a_replayed_jti_is_refused(app, op):
@@ -164,7 +181,7 @@ def test_a_logout_that_failed_midway_ends_the_sessions_when_the_provider_retries
     assert client.get("/auth/session").json == {"authenticated": False}
 
 
-def test_a_token_signed_by_another_key_or_missing_is_refused(app, op):
+def test_a_token_signed_by_another_key_or_missing_is_refused(app, op, audit_lines):
     forged = op.sign(
         {"iss": op.issuer, "aud": "profile-poke-web", "iat": int(time.time()), "jti": "x", "events": EVENT, "sub": "s"},
         key=StubOP.new_key(op.key.kid),
@@ -172,6 +189,7 @@ def test_a_token_signed_by_another_key_or_missing_is_refused(app, op):
     assert post(app, forged).json["error_description"] == "the token's signature is invalid"
     missing = app.test_client().post("/auth/backchannel-logout", data={})
     assert (missing.status_code, missing.json["error_description"]) == (400, "logout_token is missing")
+    assert [event["reason"] for event in audit_lines.events("backchannel.refused")] == ["unverified", "missing"]
 
 
 def test_the_back_channel_needs_no_cookie_and_no_csrf_header(app, op):

@@ -82,6 +82,11 @@ def store_newer(token_sets) -> None:
     assert token_sets.replace(REF, record["v"], sealed(newer))
 
 
+def told(audit_lines) -> list[tuple]:
+    """(event, reason, session, ended) of each audit event written so far."""
+    return [(e["event"], e["reason"], e.get("session"), e.get("ended")) for e in audit_lines.events()]
+
+
 def stored(token_sets) -> dict | None:
     return unsealed(token_sets.load(REF)[0])
 
@@ -206,23 +211,34 @@ def test_a_refresh_that_lost_the_compare_and_set_keeps_and_returns_the_newer_tok
     assert lock_is_free(token_sets)
 
 
-def test_invalid_grant_ends_the_session_and_everything_it_keeps(tokens, token_sets, login_client, fake_redis):
-    sign_in(tokens, expires_in=-10)
+def test_invalid_grant_ends_the_session_and_everything_it_keeps(
+    tokens, token_sets, login_client, fake_redis, audit_lines
+):
+    session_id = sign_in(tokens, expires_in=-10)["id"]
     fake_redis.set(KEYS.session(REF), "flask-session")
     login_client.refresh_answer = "invalid_grant"
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert fake_redis.exists(KEYS.token_set(REF), KEYS.session(REF), KEYS.refresh_lock(REF)) == 0
+    assert told(audit_lines) == [
+        ("refresh.refused", "invalid_grant", session_id, None),
+        ("session.ended", "refresh_refused", session_id, [session_id]),
+    ]
+    assert fake_redis.exists(KEYS.session_end(REF)) == 0  # its end is told: never again as idle
 
 
-def test_invalid_grant_keeps_a_session_a_newer_refresh_already_moved_on(tokens, token_sets, login_client, fake_redis):
-    sign_in(tokens, expires_in=-10)
+def test_invalid_grant_keeps_a_session_a_newer_refresh_already_moved_on(
+    tokens, token_sets, login_client, fake_redis, audit_lines
+):
+    session_id = sign_in(tokens, expires_in=-10)["id"]
     fake_redis.set(KEYS.session(REF), "flask-session")
     login_client.refresh_answer = "invalid_grant"
     login_client.during_refresh = lambda: store_newer(token_sets)  # it used our refresh token first
     assert tokens.credential_for_cookie(SID).access_token == "at-newer"
     assert stored(token_sets)["refresh_token"] == "rt-newer"
     assert fake_redis.exists(KEYS.session(REF)) == 1
+    assert told(audit_lines) == [("refresh.refused", "superseded", session_id, None)]
+    assert audit_lines.events()[0]["error"] == "invalid_grant"
 
 
 def test_invalid_grant_after_the_session_ended_elsewhere_is_401(tokens, token_sets, login_client):
@@ -254,20 +270,25 @@ def test_a_provider_outage_with_an_expired_token_is_503_and_keeps_the_session(to
     assert lock_is_free(token_sets)
 
 
-def test_a_session_without_a_refresh_token_ends_when_its_token_expires(tokens, token_sets, login_client):
-    sign_in(tokens, expires_in=-10, refresh_token=None)
+def test_a_session_without_a_refresh_token_ends_when_its_token_expires(tokens, token_sets, login_client, audit_lines):
+    session_id = sign_in(tokens, expires_in=-10, refresh_token=None)["id"]
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert stored(token_sets) is None
     assert login_client.refreshed_with == []
+    assert told(audit_lines) == [("session.ended", "absolute", session_id, [session_id])]
 
 
-def test_a_session_past_its_absolute_end_is_over(tokens, token_sets, login_client):
+def test_a_session_past_its_absolute_end_is_over(tokens, token_sets, login_client, audit_lines):
     record = sign_in(tokens, expires_in=300)
     assert token_sets.replace(REF, 1, sealed({**record, "ends": time.time() - 1}))
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert stored(token_sets) is None
+    assert told(audit_lines) == [("session.ended", "absolute", record["id"], [record["id"]])]
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert len(audit_lines.events()) == 1  # told once
 
 
 def test_a_session_is_over_at_the_very_instant_of_its_absolute_end(tokens, token_sets, clock):
@@ -371,14 +392,18 @@ def test_an_id_token_from_a_refresh_is_verified_without_a_nonce_and_kept(tokens,
 
 @pytest.mark.parametrize("claims, problem", [({"sub": "sub-mallory"}, None), ({"sub": "sub-alice"}, "wrong issuer")])
 def test_a_refreshed_id_token_for_another_user_or_refused_ends_the_session(
-    tokens, token_sets, login_client, caplog, claims, problem
+    tokens, token_sets, login_client, caplog, audit_lines, claims, problem
 ):
     login_client.id_token_claims, login_client.id_token_problem = claims, problem
-    sign_in(tokens, expires_in=30)
+    session_id = sign_in(tokens, expires_in=30)["id"]
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert stored(token_sets) is None
     assert ("wrong issuer" if problem else "names another subject") in caplog.text
+    assert told(audit_lines) == [
+        ("refresh.refused", "id_token_refused", session_id, None),
+        ("session.ended", "refresh_refused", session_id, [session_id]),
+    ]
 
 
 def test_a_refreshed_id_token_that_cannot_be_checked_in_an_outage_is_503_and_the_session_stays(
@@ -435,7 +460,7 @@ def test_the_refresh_lock_expires_on_its_own_should_its_holder_die(tokens, token
     assert 0 < lock_ttls[0] <= int((2 * 0.05 + 5) * 1000)  # a little longer than a refresh call may last
 
 
-def test_a_record_no_key_opens_is_removed_even_when_the_process_knows_the_user(tokens, token_sets):
+def test_a_record_no_key_opens_is_removed_even_when_the_process_knows_the_user(tokens, token_sets, audit_lines):
     sign_in(tokens, expires_in=300)
     tokens.credential_for_cookie(SID)  # the process learns the session's user
     record = stored(token_sets)
@@ -443,6 +468,8 @@ def test_a_record_no_key_opens_is_removed_even_when_the_process_knows_the_user(t
     with pytest.raises(Unauthorized, match=SESSION_ENDED):
         tokens.credential_for_cookie(SID)
     assert token_sets.load(REF)[0] is None
+    assert told(audit_lines) == [("session.ended", "malformed", record["id"], [record["id"]])]
+    assert audit_lines.events()[0]["user"] == "alice"
 
 
 def test_the_refresh_token_of_any_stored_session_can_be_read_for_revocation(tokens, token_sets):
@@ -501,3 +528,14 @@ def test_a_migrated_session_from_before_browsers_were_recorded_is_listed_as_an_u
     rotated.credential_for_cookie(SID)
     entries = index_of(token_sets).of_subject("sub-alice").values()
     assert [entry["user_agent"] for entry in entries if entry["ref"] == REF] == ["unknown browser"]
+
+
+@pytest.mark.parametrize(
+    "junk", [b"\xffnot json", b"[1, 2]", b'{"ends": "soon", "user": "alice"}', b'{"ends": 1, "id": [1]}']
+)
+def test_a_junk_session_end_record_never_fails_the_request(tokens, fake_redis, audit_lines, junk):
+    fake_redis.set(KEYS.session_end(REF), junk)
+    with pytest.raises(Unauthorized, match=SESSION_ENDED):
+        tokens.credential_for_cookie(SID)
+    assert [(event["reason"], event["ended"]) for event in audit_lines.events()] in ([], [("absolute", [])])
+    assert fake_redis.exists(KEYS.session_end(REF)) == 0

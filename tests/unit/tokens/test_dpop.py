@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 from app.extensions import services
 from app.store.profiles import Profile
 from app.tokens.dpop import DpopNonces, normalized_url
-from tests.helpers.apps import app_with_alice
+from tests.helpers import apps
 from tests.helpers.stub_issuer import b64url
 
 URL = "http://localhost/api/v1/me/profile"
@@ -43,6 +43,11 @@ def proof(token: str | None, *, key=KEY, alg="ES256", header=None, signer=None, 
     body = {name: value for name, value in {**body, **claims}.items() if value is not None}
     registry = BigHeaders(algorithms=[alg])
     return jws.serialize_compact(header, json.dumps(body).encode(), signer or key, registry=registry)
+
+
+def app_with_alice(issuer: str, redis, **env):
+    """The helpers' app, whose public origin is the test client's http://localhost (URL's)."""
+    return apps.app_with_alice(issuer, redis, **{"PUBLIC_ORIGINS": "http://localhost", **env})
 
 
 @pytest.fixture
@@ -307,10 +312,10 @@ def test_the_public_profile_checks_a_dpop_token_like_every_route(api, stub_issue
 
 
 def test_behind_a_proxy_htu_is_the_public_https_url(stub_issuer, redis):
-    app = app_with_alice(stub_issuer.issuer, redis, PROXY_HOPS="1")
+    app = app_with_alice(stub_issuer.issuer, redis, PROXY_HOPS="1", PUBLIC_ORIGINS="https://api.example.com")
     token = bound_token(stub_issuer)
     public = "https://API.Example.com:443/api/v1/me/profile?tab=1#top"
-    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.com", "X-Forwarded-For": "203.0.113.9"}
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
     assert call(app, token, [proof(token, htu=public)], **forwarded).status_code == 200
     plain = proof(token, htu="http://api.example.com/api/v1/me/profile")
     assert refusal(call(app, token, [plain], **forwarded)) == refused_proof("the DPoP proof is for another URL (htu)")

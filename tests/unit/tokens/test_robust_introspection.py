@@ -3,6 +3,8 @@ against a stub RFC 7662 endpoint with a userinfo endpoint, over fakeredis: one b
 token (the reason in the log), refusals remembered, provider calls for unknown tokens bounded per
 client and in total, and the subject asked at userinfo when an answer names none."""
 
+import base64
+import hashlib
 import socket
 import time
 
@@ -141,9 +143,13 @@ def test_refusals_are_remembered_by_the_tokens_hash_never_the_token(stub):
     client = client_for(stub)
     stub.active = False
     read(client, "junk-token-kept-by-hash")
-    tokens = client.application.extensions["profile_poke"].access_tokens
-    kept = list(tokens._refusals._entries)
-    assert len(kept) == 1 and kept[0] != b"junk-token-kept-by-hash" and len(kept[0]) == 32
+    services = client.application.extensions["profile_poke"]
+    digest = hashlib.sha256(b"junk-token-kept-by-hash").digest()
+    name = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    assert list(services.access_tokens._answers._refusals._entries) == [name]  # this process's memory
+    shared = {key: services.store.redis.get(key) for key in services.store.redis.scan_iter("*introspection:*")}
+    assert list(shared) == [f"{services.store.keys.prefix}introspection:{name}".encode()]  # every instance's
+    assert b"junk-token" not in b"".join(shared.values())
 
 
 def test_an_outage_is_never_remembered_as_a_refusal(stub):
@@ -219,7 +225,9 @@ def test_the_addresses_of_one_ipv6_64_share_one_bound(stub):
 
 def test_token_checks_count_in_fixed_windows_that_end():
     redis = fakeredis.FakeRedis()
-    checks = TokenChecks(redis, Keys("t:"), per_client="2 per second", total="100 per second")
+    checks = TokenChecks(
+        redis, Keys("t:"), per_client="2 per second", per_network="50 per second", total="100 per second"
+    )
     checks.admit("192.0.2.1")
     checks.admit("192.0.2.1")
     with pytest.raises(TooManyTokenChecks) as refused:
@@ -233,7 +241,9 @@ def test_token_checks_count_in_fixed_windows_that_end():
 def test_a_counter_that_lost_its_ttl_gets_one_again():
     redis = fakeredis.FakeRedis()
     redis.set("t:token-checks:192.0.2.1", 5)  # no TTL: it must not count forever
-    TokenChecks(redis, Keys("t:"), per_client="30 per minute", total="600 per minute").admit("192.0.2.1")
+    TokenChecks(
+        redis, Keys("t:"), per_client="30 per minute", per_network="60 per minute", total="600 per minute"
+    ).admit("192.0.2.1")
     assert 0 < redis.ttl("t:token-checks:192.0.2.1") <= 60
 
 
