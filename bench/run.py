@@ -160,7 +160,7 @@ def setting_text(value) -> str:
 
 def server_settings() -> str:
     """The gunicorn settings the service and the Flask peer ran under, as gunicorn.conf.py gives them."""
-    conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    conf = runpy.run_path(str(ROOT / "server" / "gunicorn.conf.py"))
     names = ("worker_class", "workers", "threads", "keepalive", "worker_connections", "reuse_port")
     shown = ", ".join(f"{name} {setting_text(conf[name])}" for name in names if name in conf)
     extra = os.environ.get("BENCH_GUNICORN")

@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-_SHIPPED = Path(__file__).resolve().parents[3] / "gunicorn.conf.py"
+_SHIPPED = Path(__file__).resolve().parents[3] / "server" / "gunicorn.conf.py"
 exec(compile(_SHIPPED.read_text(), str(_SHIPPED), "exec"))  # the shipped settings and hooks, as they are
 _shipped_post_worker_init = post_worker_init  # noqa: F821  (defined by the shipped file)
 
