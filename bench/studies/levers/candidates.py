@@ -5,6 +5,7 @@ Interpreters: "shipped" is the service's own virtualenv; "3.11" and "3.13" are v
 builds under .dev/levers/ from LEVERS_PYTHON_311 / LEVERS_PYTHON_313 (pyenv's by default) with
 requirements.txt and requirements-levers.txt (the C parser, a2wsgi, uvicorn, uWSGI, granian)."""
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -108,25 +109,21 @@ CANDIDATES = {
 
 
 def python_of(name: str) -> str:
-    """The interpreter `name` stands for, its virtualenv built on first use."""
+    """The interpreter `name` stands for, its virtualenv built on first use and brought up to date
+    whenever requirements.txt or requirements-levers.txt changed."""
     if name == "shipped":
         return str(ROOT / ".venv" / "bin" / "python")
     venv = VENVS / f"py{name}"
     python = venv / "bin" / "python"
-    if not (venv / ".installed").exists():
-        print(f"building {venv} (once)", file=sys.stderr, flush=True)
-        subprocess.run([INTERPRETERS[name], "-m", "venv", str(venv)], check=True)
-        for requirements in (ROOT / "requirements.txt", HERE / "requirements-levers.txt"):
-            pip = [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-                str(requirements),
-            ]
+    requirements = (ROOT / "requirements.txt", HERE / "requirements-levers.txt")
+    wanted = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
+    marker = venv / ".installed"
+    if not marker.exists() or marker.read_text() != wanted:
+        print(f"installing into {venv}", file=sys.stderr, flush=True)
+        if not python.exists():
+            subprocess.run([INTERPRETERS[name], "-m", "venv", str(venv)], check=True)
+        for path in requirements:
+            pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(path)]
             subprocess.run(pip, check=True)
-        (venv / ".installed").touch()
+        marker.write_text(wanted)
     return str(python)
