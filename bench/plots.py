@@ -86,7 +86,8 @@ def latency(results: dict, path: Path) -> None:
         panel.set_yscale("log")
         panel.grid(True, which="both", alpha=0.3)
     panels[0].set_ylabel("ms: p99 solid, p50 dashed (log scale)")
-    panels[0].legend(fontsize=8)
+    handles, labels = panels[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, bbox_to_anchor=(0.5, -0.06))
     figure.suptitle(
         "Latency against load, keep-alive: open-loop at 50 % and 80 % of each one's peak (offered req/s), "
         "then saturation (served)"
@@ -99,7 +100,7 @@ def _finish(axes, routes: list[str], ylabel: str, title: str) -> None:
     axes.set_xticks(range(len(routes)), routes)
     axes.set_ylabel(ylabel)
     axes.set_title(title)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes.grid(True, axis="y", alpha=0.3)
 
 
