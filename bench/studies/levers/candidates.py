@@ -96,6 +96,9 @@ CANDIDATES = {
     "3 x 2 threads": gthread(3, 2),
     "4 x 8": gthread(4, 8),
     "6 x 2": gthread(6, 2),
+    "quiet loop (heartbeat, parent check once a second)": gthread(
+        3, 8, "--worker-class", "bench.studies.levers.workers.QuietLoop"
+    ),
     "C parser + 1 ms": gthread(3, 8, "--http-parser", "fast", python="3.11", LEVER_SWITCH_INTERVAL="0.001"),
     "Python 3.13": gthread(python="3.13"),
     "C parser + 1 ms + 3.13": gthread(3, 8, "--http-parser", "fast", python="3.13", LEVER_SWITCH_INTERVAL="0.001"),
