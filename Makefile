@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 IDP := dev/idp
 
-.PHONY: dev traces test lint format unit token app-token bench sizing mutation security-report system system-test clean
+.PHONY: dev traces test lint format unit token app-token bench sizing mutation security-report system system-test clean failover
 
 # `make dev TRACES=1` also traces the app to a local receiver that writes each request as a tree of
 # spans to .dev/traces.txt; `make traces` is that receiver alone on OTLP/HTTP's port 4318, printing.
@@ -16,17 +16,30 @@ dev: system $(VENV)/.installed $(IDP)/node_modules/.installed
 traces: $(VENV)/.installed
 	$(BIN)/python -m dev.otlp_receiver
 
-# Every suite once (writing the security report under .reports/), then the integration suite again
-# on a real three-master Redis Cluster; last, the committed docs/security-report.md must match the
-# run's report. `make test` changes no tracked file; `make security-report` takes the new report.
+# Every suite once (writing the security report under .reports/, and the figures of its Redis failovers
+# to .reports/failover.md), then the integration suite again on a real three-master Redis Cluster; last,
+# the committed docs/security-report.md must match the run's report. `make test` changes no tracked file;
+# `make security-report` takes the new report.
 REPORT := .reports/security-report.md
+FAILOVER_REPORT := .reports/failover.md
 
 test: system-test $(VENV)/.installed $(IDP)/node_modules/.installed lint
 	mkdir -p $(dir $(REPORT))
+	rm -f $(FAILOVER_REPORT)
 	SECURITY_REPORT=$(REPORT) $(BIN)/python -m pytest
 	$(BIN)/python -m pytest tests/integration --redis-cluster -q -p no:cacheprovider
 	@diff -u docs/security-report.md $(REPORT) >/dev/null || { diff -u docs/security-report.md $(REPORT) | head -40; \
 	  echo "docs/security-report.md does not match this run's tests: run 'make security-report' and commit it" >&2; exit 1; }
+
+# Redis failovers under load, longer than make test's (tests/failover): FAILOVER_ROUNDS of each kind (a
+# cluster master killed, CLUSTER FAILOVER, a Sentinel master killed), FAILOVER_BEFORE and FAILOVER_AFTER
+# seconds of load around each; their figures go to .reports/failover.md and are printed at the end.
+failover: system $(VENV)/.installed $(IDP)/node_modules/.installed
+	mkdir -p $(dir $(FAILOVER_REPORT))
+	rm -f $(FAILOVER_REPORT)
+	FAILOVER_ROUNDS=$${FAILOVER_ROUNDS:-3} FAILOVER_BEFORE=$${FAILOVER_BEFORE:-5} FAILOVER_AFTER=$${FAILOVER_AFTER:-10} \
+	  FAILOVER_TARGETS=$${FAILOVER_TARGETS:-6000} $(BIN)/python -m pytest tests/failover -q -p no:cacheprovider
+	@cat $(FAILOVER_REPORT)
 
 # Copies the report of the last `make test` run into docs/ (run make test first).
 security-report:

@@ -63,6 +63,29 @@ def _endpoint_url(value: str, name: str) -> str | None:
     return value
 
 
+def _redis_url(value: str) -> str:
+    """REDIS_URL, its Sentinel form checked: `redis+sentinel://[:password@]host:port[,host:port]/service_name[/db]`."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("redis+sentinel", "rediss+sentinel"):
+        return value
+    service, _, db = parts.path.strip("/").partition("/")
+    hosts = [host.partition(":") for host in parts.netloc.rpartition("@")[2].split(",")]
+    if (
+        not service
+        or not (db == "" or db.isdigit())
+        or not all(name and _is_port(port or "26379") for name, _, port in hosts)
+    ):
+        raise ConfigError(
+            f"REDIS_URL must be {parts.scheme}://[:password@]host:port[,host:port]/service_name[/db] for a "
+            f"Sentinel-managed Redis, not {parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+        )
+    return value
+
+
+def _is_port(value: str) -> bool:
+    return value.isdigit() and 0 < int(value) < 65536
+
+
 def _traces_url(env: Mapping[str, str]) -> str | None:
     """Where the standard OTEL_* variables send traces over OTLP/HTTP; None when they ask for none."""
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or env.get("OTEL_TRACES_EXPORTER") == "none":
@@ -197,10 +220,12 @@ class Config:
         self.RATE_LIMIT_EXCHANGE = _rate_limit(env.get("RATE_LIMIT_EXCHANGE") or "10 per minute", "RATE_LIMIT_EXCHANGE")
 
         # Redis
-        self.REDIS_URL = env.get("REDIS_URL") or "redis://localhost:6379/0"
+        self.REDIS_URL = _redis_url(env.get("REDIS_URL") or "redis://localhost:6379/0")
         self.REDIS_KEY_PREFIX = env.get("REDIS_KEY_PREFIX", "pp:")
         self.REDIS_SOCKET_TIMEOUT = self._number("REDIS_SOCKET_TIMEOUT", "1", float)
         self.REDIS_TLS_VERIFY = _flag(env.get("REDIS_TLS_VERIFY", "true"), "REDIS_TLS_VERIFY")
+        # The longest a write a failover must not lose waits for a replica to confirm it (0: never waits).
+        self.REDIS_WAIT_TIMEOUT_MS = self._number("REDIS_WAIT_TIMEOUT_MS", "100")
 
         # Process
         self.PROXY_HOPS = self._number("PROXY_HOPS", "0")

@@ -14,7 +14,6 @@ from werkzeug.exceptions import HTTPException
 
 from .audit import audit
 from .errors import (
-    REDIS_DOWN,
     RETRY_AFTER_UNAVAILABLE,
     ApiError,
     BadLogoutToken,
@@ -26,9 +25,9 @@ from .errors import (
     TooManyTokenChecks,
     Unavailable,
     UnknownUser,
-    is_out_of_memory,
 )
 from .prefixes import API_PREFIX, AUTH_PREFIX
+from .redis_failures import REDIS_DOWN, is_failover_refusal, is_out_of_memory
 
 USERS_PREFIX = f"{API_PREFIX}/users/"
 LAST_RESORT_BODY = json.dumps({"error": {"code": "internal_error", "message": "something went wrong"}}).encode()
@@ -79,6 +78,8 @@ def handle_redis_down(error: Exception, *, count: Callable[[Exception], None]):
 
 
 def handle_redis_refusal(error: redis.ResponseError, *, count: Callable[[Exception], None]):
+    if is_failover_refusal(error):
+        return handle_redis_down(error, count=count)
     if is_out_of_memory(error):
         count(error)
         log.warning("redis refused a write: out of memory")
@@ -129,8 +130,9 @@ def handle_http_error(error: HTTPException, *, count: Callable[[Exception], None
     # A failure while Flask-Session opens or saves a session arrives wrapped in a 500.
     if isinstance(getattr(error, "original_exception", None), REDIS_DOWN):
         return handle_redis_down(error.original_exception, count=count)
-    if is_out_of_memory(getattr(error, "original_exception", None)):
-        return handle_redis_refusal(error.original_exception, count=count)
+    original = getattr(error, "original_exception", None)
+    if is_out_of_memory(original) or is_failover_refusal(original):
+        return handle_redis_refusal(original, count=count)
     if not request.path.startswith((API_PREFIX, AUTH_PREFIX)):
         return error
     if error.code == 404 and request.path.startswith(USERS_PREFIX) and request.method in {"GET", "HEAD"}:

@@ -1,7 +1,5 @@
 """Exceptions of the domain; app.error_responses turns each into the contract's body and headers."""
 
-import redis
-
 REALM = "profile-poke"
 RETRY_AFTER_UNAVAILABLE = "5"
 SESSION_ENDED = "the session has ended; sign in again"
@@ -223,18 +221,3 @@ class LoginFailed(Exception):
         super().__init__(message)
         self.message, self.status, self.code, self.reason = message, status, code, reason
         self.sub, self.user = sub, user
-
-
-REDIS_DOWN = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    redis.exceptions.ClusterError,
-    redis.exceptions.RedisClusterException,
-)
-
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """Redis refusing a write under `maxmemory` (`-OOM`, also when it comes back from a script)."""
-    return isinstance(error, redis.exceptions.OutOfMemoryError) or (
-        isinstance(error, redis.ResponseError) and "command not allowed when used memory" in str(error)
-    )

@@ -11,6 +11,7 @@ from flask_limiter import Limiter
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
+from redis.sentinel import Sentinel
 
 from .addresses import client_key
 from .api.guard import Guard
@@ -39,28 +40,49 @@ class Services:
 
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
+SENTINEL_SCHEMES = {"redis+sentinel": False, "rediss+sentinel": True}
 
 
 def make_redis(url: str, *, socket_timeout: float, tls_verify: bool = True):
-    """A redis-py client for `url` (a cluster client for `redis+cluster://host:port[,host:port]`)
-    whose every call gives up after `socket_timeout` seconds."""
+    """A redis-py client for `url` whose every call gives up after `socket_timeout` seconds: a cluster client
+    for `redis+cluster://host:port[,host:port]`, the current master of a Sentinel-managed service for
+    `redis+sentinel://[:password@]host:port[,host:port]/service_name[/db]` (`rediss+`: TLS)."""
     parts = urlsplit(url)
     options = {"socket_timeout": socket_timeout, "socket_connect_timeout": socket_timeout}
     if parts.scheme.startswith("rediss") and not tls_verify:
         options["ssl_cert_reqs"] = "none"  # Heroku Redis presents a self-signed certificate
-    if parts.scheme not in CLUSTER_SCHEMES:
+    if parts.scheme not in CLUSTER_SCHEMES | SENTINEL_SCHEMES:
         return redis.Redis.from_url(url, health_check_interval=30, **options)
-    hosts = parts.netloc.rpartition("@")[2]
-    nodes = [ClusterNode(host, int(port or 6379)) for host, _, port in (h.partition(":") for h in hosts.split(","))]
+    if parts.username:
+        options["username"] = unquote(parts.username)
+    if parts.password:
+        options["password"] = unquote(parts.password)
+    # One retry (a MOVED after a resharding, a master that moved), no backoff: a request must fail near
+    # the timeout, and the client finds the new master for the next one.
+    retry = Retry(NoBackoff(), retries=1)
+    if parts.scheme in SENTINEL_SCHEMES:
+        return _sentinel_master(parts, options, retry, ssl=SENTINEL_SCHEMES[parts.scheme])
     return RedisCluster(
-        startup_nodes=nodes,
-        username=unquote(parts.username) if parts.username else None,
-        password=unquote(parts.password) if parts.password else None,
+        startup_nodes=[ClusterNode(host, port) for host, port in _addresses(parts)],
         ssl=CLUSTER_SCHEMES[parts.scheme],
-        # One retry (for MOVED after a resharding), no backoff: a request must fail near the timeout.
-        retry=Retry(NoBackoff(), retries=1),
+        retry=retry,
         **options,
     )
+
+
+def _sentinel_master(parts, options: dict, retry: Retry, *, ssl: bool):
+    """A client of the master the sentinels of `parts` name now, asked again whenever a connection to it fails;
+    the URL's password goes to the sentinels too."""
+    service, _, db = parts.path.strip("/").partition("/")
+    options["ssl"] = ssl
+    # A sentinel that does not answer is skipped at once for the next one, not retried.
+    sentinels = Sentinel(_addresses(parts, 26379), sentinel_kwargs={**options, "retry": Retry(NoBackoff(), retries=0)})
+    return sentinels.master_for(service, db=int(db or 0), retry=retry, health_check_interval=30, **options)
+
+
+def _addresses(parts, default_port: int = 6379) -> list[tuple[str, int]]:
+    hosts = parts.netloc.rpartition("@")[2]
+    return [(host, int(port or default_port)) for host, _, port in (h.partition(":") for h in hosts.split(","))]
 
 
 def rate_limited(setting: str):
@@ -88,8 +110,10 @@ def init_limiter(app: Flask, client, *, url: str, key_prefix: str, socket_timeou
     if parts.scheme in CLUSTER_SCHEMES:
         uri = f"redis+cluster://{parts.netloc}"
         options.update(ssl=CLUSTER_SCHEMES[parts.scheme], socket_timeout=socket_timeout)
+        # The app's own client's retry: redis-py's default (10, with backoff) holds a sign-in for seconds in a failover.
+        options.update(socket_connect_timeout=socket_timeout, retry=Retry(NoBackoff(), retries=1))
     else:
-        uri = "redis://"  # the app's own connection pool is handed over below
+        uri = "redis://"  # the app's own connection pool (a Sentinel's too) is handed over below
         options["connection_pool"] = client.connection_pool
     # Per client: ProxyFix has already put the real address in remote_addr when PROXY_HOPS is set.
     registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)

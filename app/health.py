@@ -7,8 +7,9 @@ import threading
 
 from flask import Blueprint, Flask
 
-from .errors import REDIS_DOWN, ProviderUnavailable
+from .errors import ProviderUnavailable
 from .extensions import services
+from .redis_failures import REDIS_DOWN
 
 bp = Blueprint("health", __name__)
 NO_STORE = {"Cache-Control": "no-store"}

@@ -42,6 +42,7 @@ IDP_DURATION = Histogram(
 )
 REDIS_ERRORS = Counter("pp_redis_errors", "Redis failures answered with 503, by exception class.", ["error"])
 POKES = Counter("pp_pokes", "Poke attempts by outcome.", ["outcome"])
+UNCONFIRMED_WRITES = Counter("pp_redis_unconfirmed_writes", "Writes no replica confirmed in time, by kind.", ["write"])
 DPOP_REFUSALS = Counter("pp_dpop_refusals", "DPoP requests refused, by the check that failed.", ["reason"])
 AUDIT_EVENTS = Counter(
     "pp_audit_events", "Audit events (see docs/operations.md) by event and reason.", ["event", "reason"]
@@ -65,6 +66,7 @@ KNOWN_LABELS = {
         for outcome in REFRESH_OUTCOMES
     ],
     REDIS_ERRORS: [("ConnectionError",), ("TimeoutError",), ("OutOfMemoryError",)],
+    UNCONFIRMED_WRITES: [(write,) for write in ("session", "refresh", "poke")],
     POKES: [(outcome,) for outcome in ("poked", "invalid", "self", "unknown_target", "cooldown", "denied", "error")],
     DPOP_REFUSALS: [(reason,) for reason in DPOP_REFUSAL_REASONS],
 }
@@ -142,6 +144,12 @@ def count_redis_error(error: Exception) -> None:
     """One Redis failure that the service answered with 503."""
     if _enabled:
         _child(REDIS_ERRORS, type(error).__name__).inc()
+
+
+def count_unconfirmed_write(write: str) -> None:
+    """One write a failover must not lose (`session`, `refresh`, `poke`) that no replica confirmed in time."""
+    if _enabled:
+        _child(UNCONFIRMED_WRITES, write).inc()
 
 
 def count_audit_event(event: str, reason: str) -> None:

@@ -10,6 +10,7 @@ from .api.step_up import StepUpPolicy
 from .auth.flow import SignIn
 from .auth.pending import PendingSignIns
 from .extensions import Services
+from .metrics import count_unconfirmed_write
 from .provider import AuthorizationRequests, LoginClient, Provider, PublicClient, provider_profile
 from .provider.vendors import PROFILES as PROVIDER_PROFILES
 from .sessions.backchannel import BackchannelLogout
@@ -30,6 +31,8 @@ def build_store(config: Config, redis) -> Store:
         config.REDIS_KEY_PREFIX,
         link_unclaimed_profiles=config.LINK_UNCLAIMED_PROFILES,
         dpop_proofs_per_key=config.RATE_LIMIT_DPOP_PROOFS,
+        wait_timeout_ms=config.REDIS_WAIT_TIMEOUT_MS,
+        on_unconfirmed=count_unconfirmed_write,
     )
 
 
@@ -194,4 +197,5 @@ def install_session_interface(app: Flask, config: Config, services: Services) ->
         services.store.keys,
         config.SECRET_KEY,
         migrate=services.session_tokens.migrate if config.SECRET_KEY_FALLBACKS else None,
+        confirmed=services.store.confirmed,
     )

@@ -162,21 +162,13 @@ def start_redis(port: int, *, workdir: Path, extra_args: tuple[str, ...] = ()) -
     return process
 
 
-def start_redis_cluster(ports: list[int], *, workdir: Path) -> list[Process]:
-    """A real Redis Cluster of one master per port (no replicas), slots assigned, state ok."""
+def start_redis_cluster(
+    ports: list[int], *, workdir: Path, replicas: int = 0, node_timeout_ms: int = 2000, extra_args: tuple[str, ...] = ()
+) -> list[Process]:
+    """A real Redis Cluster on `ports`, slots assigned, state ok: the first len(ports) / (1 + replicas) ports
+    are masters, the rest `replicas` replicas of each (in sync before this returns)."""
     nodes = [
-        start_redis(
-            port,
-            workdir=workdir,
-            extra_args=(
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                f"nodes-{port}.conf",
-                "--cluster-node-timeout",
-                "2000",
-            ),
-        )
+        start_cluster_node(port, workdir=workdir, node_timeout_ms=node_timeout_ms, extra_args=extra_args)
         for port in ports
     ]
     try:
@@ -187,19 +179,34 @@ def start_redis_cluster(ports: list[int], *, workdir: Path) -> list[Process]:
                 "create",
                 *(f"127.0.0.1:{port}" for port in ports),
                 "--cluster-replicas",
-                "0",
+                str(replicas),
                 "--cluster-yes",
             ],
             check=True,
             capture_output=True,
             timeout=60,
         )
-        nodes[0].wait_until(lambda: all(_cluster_ok(port) for port in ports))
+        nodes[0].wait_until(lambda: all(_cluster_ok(port) for port in ports) and all(in_sync(port) for port in ports))
     except BaseException:
         for node in nodes:
             node.stop()
         raise
     return nodes
+
+
+def start_cluster_node(
+    port: int, *, workdir: Path, node_timeout_ms: int = 2000, extra_args: tuple[str, ...] = ()
+) -> Process:
+    """One cluster-enabled redis-server; started again on the same port and `workdir`, it rejoins its cluster."""
+    config = ("--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf")
+    timeout = ("--cluster-node-timeout", str(node_timeout_ms))
+    return start_redis(port, workdir=workdir, extra_args=(*config, *timeout, *extra_args))
+
+
+def in_sync(port: int) -> bool:
+    """Whether the node on `port` is a master, or a replica whose link to its master is up."""
+    info = subprocess.run(["redis-cli", "-p", str(port), "info", "replication"], capture_output=True, text=True).stdout
+    return "role:master" in info or "master_link_status:up" in info
 
 
 def _cluster_ok(port: int) -> bool:

@@ -139,6 +139,14 @@ SECTIONS = [
     ("tests/integration/test_import_batches.py", "Operator commands (flask users)",
      "2,000 records in a few round trips per batch; a record refused in a later batch undoes the earlier "
      "batches and its own"),
+    ("tests/failover/", "A Redis master that dies (issue 29)",
+     "a cluster master killed under load 50 ms after its replica was cut off, CLUSTER FAILOVER, a Sentinel master "
+     "killed the same way, under sign-ins, cookie calls with refreshes, bearer, DPoP and pokes: only 503 with "
+     "Retry-After, errors ending with the promotion, no acknowledged poke, session or refresh lost, nobody signed "
+     "out; WAIT's bound and cost; each failover refusal a 503; rotated tokens that met a dead master stored once "
+     "Redis answers, the refresh lock held until then"),
+    ("tests/unit/test_redis_failover.py", "A Redis master that dies (issue 29)", ""),
+    ("tests/unit/store/test_pending_rotations.py", "A Redis master that dies (issue 29)", ""),
     ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name

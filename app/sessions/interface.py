@@ -16,6 +16,7 @@ from flask_session.base import Serializer, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 
 from ..prefixes import AUTH_PREFIX, BACKCHANNEL_LOGOUT_PATH
+from ..store.replicas import ConfirmedWrites
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,9 @@ class MsgpackOnly(Serializer):
 class BffSessionInterface(RedisSessionInterface):
     """Server-side sessions in any redis-py client, Redis Cluster included."""
 
-    def __init__(self, app: Flask, client, keys, secret: str, *, migrate=None):
+    def __init__(
+        self, app: Flask, client, keys, secret: str, *, migrate=None, confirmed: ConfirmedWrites | None = None
+    ):
         # RedisSessionInterface refuses clients that are not redis.Redis (a cluster client is not).
         ServerSideSessionInterface.__init__(self, app, key_prefix="", use_signer=False, permanent=False, sid_length=32)
         self.client = client
@@ -55,6 +58,7 @@ class BffSessionInterface(RedisSessionInterface):
         self._keys = keys
         self._secret = secret
         self._migrate = migrate  # moves a session named under a SECRET_KEY_FALLBACKS key to SECRET_KEY's
+        self._confirmed = confirmed or ConfirmedWrites(client, timeout_ms=0)
 
     def _get_store_id(self, sid: str) -> str:
         return self._keys.session(session_ref(self._secret, sid))
@@ -64,7 +68,11 @@ class BffSessionInterface(RedisSessionInterface):
         ends = session.get("ends")
         if ends:
             session_lifetime = min(session_lifetime, timedelta(seconds=max(1, int(ends - time.time()))))
-        super()._upsert_session(session_lifetime, session, store_id)
+        # Written at sign-in, and confirmed on a replica like the session's tokens (app.store.replicas).
+        seconds = int(session_lifetime.total_seconds())
+        self._confirmed.execute(
+            "session", store_id, [("SET", store_id, self.serializer.encode(session), "EX", seconds)]
+        )
 
     def open_session(self, app: Flask, request: Request):
         if not request.path.startswith(f"{AUTH_PREFIX}/") or request.path == BACKCHANNEL_LOGOUT_PATH:

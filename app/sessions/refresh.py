@@ -48,7 +48,7 @@ class Refresher:
         owner = secrets.token_hex(16)
         if self._token_sets.lock(ref, owner, self._lock_ms):
             try:
-                return self._refresh_locked(sid, ref)
+                return self._refresh_locked(sid, ref, owner)
             finally:
                 self._token_sets.unlock(ref, owner)
         if still_valid(record):
@@ -84,7 +84,7 @@ class Refresher:
                 return latest
         raise Unavailable("the session's tokens are being refreshed; try again")
 
-    def _refresh_locked(self, sid: str, ref: str) -> dict:
+    def _refresh_locked(self, sid: str, ref: str, owner: str) -> dict:
         latest = self._records.load(sid, ref)[0]
         if latest is None:
             raise SessionEnded()
@@ -111,7 +111,8 @@ class Refresher:
             _refused(latest, "id_token_refused", ended=True)
             raise SessionEnded()
         updated = with_response(latest, response, time.time())
-        if not self._token_sets.replace(ref, latest["v"], self._records.sealed(sid, updated)):
+        # As the lock's `owner`: tokens a failing-over Redis cannot take now are stored once it can.
+        if not self._token_sets.replace(ref, latest["v"], self._records.sealed(sid, updated), lock_owner=owner):
             return self._stored_after_race(sid, ref)
         return {**updated, "v": latest["v"] + 1}
 

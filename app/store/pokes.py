@@ -4,9 +4,8 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from redis.exceptions import NoScriptError
-
 from .profiles import Profile
+from .replicas import ConfirmedWrites
 
 COOLDOWN_MS = 24 * 60 * 60 * 1000
 
@@ -39,26 +38,23 @@ class PokeOutcome:
 class Pokes:
     """Decides pokes: starts cooldowns and tells how long one has left."""
 
-    def __init__(self, redis, keys):
+    def __init__(self, redis, keys, confirmed: ConfirmedWrites | None = None):
         self._redis = redis
         self._keys = keys
-        self._poke = redis.register_script(_POKE)
+        # A cooldown a failover lost would let the same person be poked twice in a day: it is confirmed on
+        # a replica before the poke is answered.
+        self._confirmed = confirmed or ConfirmedWrites(redis, timeout_ms=0)
+        self._poke = self._confirmed.register_script(_POKE)
 
     def try_poke(self, poker: str, target: str) -> tuple[Profile | None, PokeOutcome]:
-        """In one round trip, the poker's profile and the poke decided (an unknown target is one that
-        does not exist or is disabled). A caller that refuses a POKED poker must withdraw() it."""
+        """In one round trip (two on a cluster with replicas), the poker's profile and the poke decided (an
+        unknown target is one that does not exist or is disabled), a started cooldown confirmed on a replica.
+        A caller that refuses a POKED poker must withdraw() it."""
         keys = [self._keys.user(target), self._keys.cooldown(poker, target)]
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.hgetall(self._keys.user(poker))
         # EVALSHA by hand: a pipeline holding Script objects first asks SCRIPT EXISTS (a round trip),
         # and cluster pipelines refuse their evalsha() method.
-        pipe.execute_command("EVALSHA", self._poke.sha, len(keys), *keys, COOLDOWN_MS)
-        raw_poker, left_ms = pipe.execute(raise_on_error=False)
-        if isinstance(left_ms, NoScriptError):
-            left_ms = self._poke(keys=keys, args=[COOLDOWN_MS])  # loads the script, once per server
-        for result in (raw_poker, left_ms):
-            if isinstance(result, Exception):
-                raise result
+        poke = ("EVALSHA", self._poke.sha, len(keys), *keys, COOLDOWN_MS)
+        [left_ms], [raw_poker] = self._confirmed.execute("poke", keys[1], [poke], [("HGETALL", self._keys.user(poker))])
         return (Profile.from_hash(raw_poker) if raw_poker else None), _outcome(left_ms)
 
     def withdraw(self, poker: str, target: str) -> None:

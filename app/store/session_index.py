@@ -7,6 +7,8 @@ import json
 import math
 import time
 
+from .replicas import ConfirmedWrites
+
 # An entry's end beyond this (about the year 5138) is junk: Redis could not even expire the key then.
 LATEST_END = 1e11
 LONGEST_USER_AGENT = 256
@@ -53,20 +55,24 @@ def _entry(field: bytes, raw: bytes) -> dict | None:
 class SessionIndex:
     """Reads and writes the per-user and per-provider-session indexes of browser sessions."""
 
-    def __init__(self, redis, keys):
+    def __init__(self, redis, keys, confirmed: ConfirmedWrites | None = None):
         self._redis = redis
         self._keys = keys
-        self._add = redis.register_script(_ADD)
+        # A new session's entries are confirmed on a replica: a back-channel logout must find the session.
+        self._confirmed = confirmed or ConfirmedWrites(redis, timeout_ms=0)
+        self._add = self._confirmed.register_script(_ADD)
 
     def add(self, *, sub: str, session_id: str, entry: dict, provider_sid: str | None) -> None:
         """Index a new session under its user and, when the provider named one, its provider session.
         `entry` must hold `ref` (the session's Redis name) and `ends` (its absolute end, Unix time)."""
         now = time.time()
-        self._add(keys=[self._keys.sessions_of_subject(sub)], args=[session_id, json.dumps(entry), now, LATEST_END])
+        self._add_entry(self._keys.sessions_of_subject(sub), session_id, json.dumps(entry), now)
         if provider_sid:
             mark = json.dumps({"ref": entry["ref"], "ends": entry["ends"]})
-            key = self._keys.sessions_of_provider_session(provider_sid)
-            self._add(keys=[key], args=[entry["ref"], mark, now, LATEST_END])
+            self._add_entry(self._keys.sessions_of_provider_session(provider_sid), entry["ref"], mark, now)
+
+    def _add_entry(self, key: str, field: str, value: str, now: float) -> None:
+        self._confirmed.execute("session", key, [("EVALSHA", self._add.sha, 1, key, field, value, now, LATEST_END)])
 
     def of_subject(self, sub: str) -> dict[str, dict]:
         """Every session of `sub` whose absolute end has not passed, by session id; a field that is not

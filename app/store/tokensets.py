@@ -3,6 +3,9 @@
 import json
 import time
 
+from .replicas import ConfirmedWrites
+from .rotations import PendingRotations, Rotation, unavailable
+
 # Replace the record only if it still has the version the caller read; keep its TTL.
 _REPLACE = """
 local current = redis.call('GET', KEYS[1])
@@ -41,21 +44,27 @@ def _parsed(raw: bytes | None) -> dict | None:
 class TokenSets:
     """Reads and writes session token sets and their refresh locks."""
 
-    def __init__(self, redis, keys):
+    def __init__(self, redis, keys, confirmed: ConfirmedWrites | None = None):
         self._redis = redis
         self._keys = keys
-        self._replace = redis.register_script(_REPLACE)
+        # A new session and each refresh's tokens are confirmed on a replica: a failover losing them signs
+        # the user out (or, where reusing a rotated refresh token counts as theft, revokes the whole grant).
+        self._confirmed = confirmed or ConfirmedWrites(redis, timeout_ms=0)
+        self._replace = self._confirmed.register_script(_REPLACE)
         self._release = redis.register_script(_RELEASE)
         self._delete_if = redis.register_script(_DELETE_IF)
+        self._held: dict[tuple[str, str], float] = {}  # (ref, owner) -> when this process's refresh lock expires
+        self._rotations = PendingRotations(self._replace_confirmed, self._release_lock)
 
     def create(self, ref: str, record: dict, ttl_ms: int, *, end: dict, end_ttl_ms: int) -> None:
-        """Store a new token set (version 1) for the session `ref`, and `end` (who and until when, no
-        token) for `end_ttl_ms`: what take_end tells once the token set expired."""
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.set(self._keys.token_set(ref), json.dumps({**record, "v": 1}), px=ttl_ms)
-        pipe.set(self._keys.session_end(ref), json.dumps(end), px=end_ttl_ms)
-        self._mark_active(pipe, ref, ttl_ms)
-        pipe.execute()
+        """Store a new token set (version 1) for the session `ref`, confirmed on a replica, and `end` (who and
+        until when, no token) for `end_ttl_ms`: what take_end tells once the token set expired."""
+        key = self._keys.token_set(ref)
+        also = [
+            *self._active_marks(ref, ttl_ms),
+            ("SET", self._keys.session_end(ref), json.dumps(end), "PX", end_ttl_ms),
+        ]
+        self._confirmed.execute("session", key, [("SET", key, json.dumps({**record, "v": 1}), "PX", ttl_ms)], also)
 
     def load(self, ref: str) -> tuple[dict | None, int]:
         """The session's token set and its time to live in ms, in one round trip."""
@@ -74,10 +83,23 @@ class TokenSets:
         raw, ttl_ms, profile = pipe.execute()
         return _parsed(raw), ttl_ms, profile
 
-    def replace(self, ref: str, expected_version: int, record: dict) -> bool:
-        """Store `record` as the next version unless another writer got there first."""
+    def replace(self, ref: str, expected_version: int, record: dict, *, lock_owner: str | None = None) -> bool:
+        """Store `record` as the next version unless another writer got there first; confirmed on a replica.
+        A refresh holding the session's lock as `lock_owner` hands a record Redis cannot take now (a failover)
+        to a retry in the background, which keeps the lock until it is stored, and still raises."""
+        try:
+            return self._replace_confirmed(ref, expected_version, record)
+        except Exception as error:
+            until = self._held.get((ref, lock_owner))
+            if until is not None and unavailable(error):
+                self._rotations.keep(Rotation(ref, expected_version, record, lock_owner, until))
+            raise
+
+    def _replace_confirmed(self, ref: str, expected_version: int, record: dict) -> bool:
         record = {**record, "v": expected_version + 1}
-        replaced = self._replace(keys=[self._keys.token_set(ref)], args=[expected_version, json.dumps(record)])
+        key = self._keys.token_set(ref)
+        command = ("EVALSHA", self._replace.sha, 1, key, expected_version, json.dumps(record))
+        [replaced], _ = self._confirmed.execute("refresh", key, [command])
         return bool(replaced)
 
     def end_if_version(self, ref: str, version: int) -> bool:
@@ -154,20 +176,38 @@ class TokenSets:
         return pipe.execute()[1]
 
     def _mark_active(self, pipe, ref: str, ttl_ms: int, *, only_known: bool = False) -> None:
+        for command in self._active_marks(ref, ttl_ms, only_known=only_known):
+            pipe.execute_command(*command)
+
+    def _active_marks(self, ref: str, ttl_ms: int, *, only_known: bool = False) -> list[tuple]:
         # Score = the session's expiry in ms; extending an ended session must not bring it back.
         # Ended members go with each write, so the set stays bounded whether or not /metrics is read.
         now_ms = int(time.time() * 1000)
-        pipe.zremrangebyscore(self._keys.active_sessions(), "-inf", now_ms)
-        pipe.zadd(self._keys.active_sessions(), {ref: now_ms + ttl_ms}, xx=only_known)
+        active = self._keys.active_sessions()
+        return [
+            ("ZREMRANGEBYSCORE", active, "-inf", now_ms),
+            ("ZADD", active, *(["XX"] if only_known else []), now_ms + ttl_ms, ref),
+        ]
 
     def lock(self, ref: str, owner: str, ttl_ms: int) -> bool:
-        """Take the session's refresh lock for `ttl_ms`; False when someone else holds it."""
-        return bool(self._redis.set(self._keys.refresh_lock(ref), owner, nx=True, px=ttl_ms))
+        """Take the session's refresh lock for `ttl_ms`, confirmed on a replica (a failover that lost it would
+        let a second refresh spend the refresh token the first is replacing); False when someone holds it."""
+        key = self._keys.refresh_lock(ref)
+        [taken], _ = self._confirmed.execute("refresh", key, [("SET", key, owner, "NX", "PX", ttl_ms)])
+        taken = bool(taken)
+        if taken:
+            self._held[ref, owner] = time.monotonic() + ttl_ms / 1000
+        return taken
 
     def refreshing(self, ref: str) -> bool:
         """Whether someone holds the session's refresh lock now (a refresh is in flight)."""
         return bool(self._redis.exists(self._keys.refresh_lock(ref)))
 
     def unlock(self, ref: str, owner: str) -> None:
-        """Release the refresh lock if `owner` still holds it."""
+        """Release the refresh lock if `owner` still holds it, unless a kept rotation now holds it."""
+        if not self._rotations.holds(ref, owner):
+            self._release_lock(ref, owner)
+
+    def _release_lock(self, ref: str, owner: str) -> None:
+        self._held.pop((ref, owner), None)
         self._release(keys=[self._keys.refresh_lock(ref)], args=[owner])

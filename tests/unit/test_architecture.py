@@ -32,6 +32,7 @@ FLOORS = [
             "app.security",
             "app.json_encoding",
             "app.error_responses",
+            "app.redis_failures",
         ),
     ),
     ("store", ("app.store",)),
@@ -58,6 +59,7 @@ FLOORS = [
 BOTTOM = {
     "app.metrics": set(),
     "app.errors": set(),
+    "app.redis_failures": set(),
     "app.prefixes": set(),
     "app.logs": {"app.tracing"},
     "app.audit": {"app.metrics"},
