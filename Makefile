@@ -72,8 +72,9 @@ app-token: $(VENV)/.installed
 system:
 	@dev/bootstrap-system.sh
 
+# wrk too: tests/integration/test_bench_open_loop.py holds make bench's open-loop windows to their promise.
 system-test:
-	@dev/bootstrap-system.sh chromium
+	@dev/bootstrap-system.sh chromium wrk
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
