@@ -218,6 +218,14 @@ class Config:
             raise ConfigError("LOGIN_STATE_TTL must be at least 1")
         self.RATE_LIMIT_LOGIN = _rate_limit(env.get("RATE_LIMIT_LOGIN") or "30 per minute", "RATE_LIMIT_LOGIN")
         self.RATE_LIMIT_EXCHANGE = _rate_limit(env.get("RATE_LIMIT_EXCHANGE") or "10 per minute", "RATE_LIMIT_EXCHANGE")
+        # Each IPv4 /24 and IPv6 /56, and twice that each IPv6 /48 (app.extensions.init_limiter): many
+        # addresses of one network must not multiply the pushes and exchanges one address may ask for.
+        self.RATE_LIMIT_LOGIN_NETWORK = _window(
+            env.get("RATE_LIMIT_LOGIN_NETWORK") or "300 per minute", "RATE_LIMIT_LOGIN_NETWORK"
+        )
+        self.RATE_LIMIT_EXCHANGE_NETWORK = _window(
+            env.get("RATE_LIMIT_EXCHANGE_NETWORK") or "100 per minute", "RATE_LIMIT_EXCHANGE_NETWORK"
+        )
 
         # Redis
         self.REDIS_URL = _redis_url(env.get("REDIS_URL") or "redis://localhost:6379/0")

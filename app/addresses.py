@@ -10,6 +10,7 @@ IPV6_SITE_BITS = 48  # one site, or 256 households of /56 each
 IPV4_NETWORKS = (24,)
 IPV6_NETWORKS = (56, IPV6_SITE_BITS)
 NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4 address behind it
+NETWORK_SCOPE = "network"  # the rate limiter's scope of a limit counted per network, not per client
 
 
 def client_key(address: str | None) -> str:

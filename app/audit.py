@@ -50,7 +50,10 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "refresh.refused": (*PROVIDER_ERRORS, UNLISTED_ERROR, NO_ERROR_CODE, "id_token_refused", SUPERSEDED),
     "backchannel.refused": BACKCHANNEL_REFUSALS,
     "stepup.refused": ("acr", "max_age", "no_auth_time"),
-    "ratelimit.hit": ("login", "callback", "exchange", "token_checks", "token_checks_total", "dpop_proofs"),
+    "ratelimit.hit": (
+        *("login", "callback", "exchange", "login_network", "callback_network", "exchange_network"),
+        *("token_checks", "token_checks_total", "dpop_proofs"),
+    ),
     **{f"admin.users.{action}": () for action in ("import", "create", "show", "disable", "enable")},
 }
 

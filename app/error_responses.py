@@ -12,6 +12,7 @@ from flask import Flask, current_app, jsonify, render_template, request
 from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 
+from .addresses import NETWORK_SCOPE
 from .audit import audit
 from .errors import (
     RETRY_AFTER_UNAVAILABLE,
@@ -88,8 +89,10 @@ def handle_redis_refusal(error: redis.ResponseError, *, count: Callable[[Excepti
 
 
 def handle_rate_limited(error: RateLimitExceeded):
-    audit("ratelimit.hit", reason=(request.endpoint or "unknown").rpartition(".")[2], route=_route())
-    message = "too many requests from this address; try again later"
+    view = (request.endpoint or "unknown").rpartition(".")[2]
+    by_network = error.limit.scope == NETWORK_SCOPE
+    audit("ratelimit.hit", reason=f"{view}_network" if by_network else view, route=_route())
+    message = f"too many requests from this {'network' if by_network else 'address'}; try again later"
     breached = current_app.extensions["rate_limiter"].current_limit
     headers = {"Retry-After": str(max(1, int(breached.reset_at - time.time())) if breached else 60)}
     if _wants_page():

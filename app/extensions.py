@@ -2,18 +2,19 @@
 one Redis client, the provider, token checks, the login client, the sessions, and the rate limiter."""
 
 from dataclasses import dataclass
-from functools import wraps
+from functools import partial, wraps
 from urllib.parse import unquote, urlsplit
 
 import redis
 from flask import Flask, current_app, request
 from flask_limiter import Limiter
+from limits import parse
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from .addresses import client_key
+from .addresses import NETWORK_SCOPE, client_key, client_networks
 from .api.guard import Guard
 from .auth.flow import SignIn
 from .provider import LoginClient, Provider
@@ -85,12 +86,13 @@ def _addresses(parts, default_port: int = 6379) -> list[tuple[str, int]]:
     return [(host, int(port or default_port)) for host, _, port in (h.partition(":") for h in hosts.split(","))]
 
 
-def rate_limited(setting: str):
+def rate_limited(setting: str, *, network: str | None = None):
     """Limit the view per client (an address, or an IPv6 /64) to what the configuration value
-    `setting` says (such as RATE_LIMIT_LOGIN); init_limiter finds every view so marked."""
+    `setting` says (such as RATE_LIMIT_LOGIN) and, with `network`, per network too: each IPv4 /24 and
+    IPv6 /56 to what that setting says, each IPv6 /48 to twice it; init_limiter finds every view so marked."""
 
     def mark(view):
-        setattr(view, RATE_LIMIT_SETTING, setting)
+        setattr(view, RATE_LIMIT_SETTING, (setting, network))
         return view
 
     return mark
@@ -98,8 +100,8 @@ def rate_limited(setting: str):
 
 def init_limiter(app: Flask, client, *, url: str, key_prefix: str, socket_timeout: float) -> None:
     """A rate limiter of this app's own on the same Redis as everything else (its keys under `key_prefix`),
-    counting per client (an address, or an IPv6 /64: app.addresses), for each view marked `rate_limited`.
-    One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
+    counting per client (an address, or an IPv6 /64: app.addresses) and per network, for each view marked
+    `rate_limited`. One per app: Flask-Limiter merges the storage options of every app one Limiter is bound to."""
     limits = {
         endpoint: getattr(view, RATE_LIMIT_SETTING)
         for endpoint, view in app.view_functions.items()
@@ -118,7 +120,11 @@ def init_limiter(app: Flask, client, *, url: str, key_prefix: str, socket_timeou
     # Per client: ProxyFix has already put the real address in remote_addr when PROXY_HOPS is set.
     registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
     counts = [len(registry.get(None, ())) for registry in registries]
-    limiter = Limiter(_client, app=app, strategy="fixed-window", storage_uri=uri, storage_options=options)
+    # The first limit breached ends the count, and a view's client limit comes before its network's: a
+    # client past its own bound spends none of its network's.
+    limiter = Limiter(
+        _client, app=app, strategy="fixed-window", storage_uri=uri, storage_options=options, fail_on_first_breach=True
+    )
     # Flask-Limiter hooks itself into every request (about 70 µs of CPU each). With no default limits
     # only the limited endpoints need its hooks, so they move to those endpoints' blueprints, where
     # Flask runs them for that blueprint's requests alone, and there run only for those endpoints.
@@ -128,15 +134,39 @@ def init_limiter(app: Flask, client, *, url: str, key_prefix: str, socket_timeou
         added, hooks[count:] = hooks[count:], []
         for blueprint in blueprints:
             registry.setdefault(blueprint, []).extend(_only_on(frozenset(limits), hook) for hook in added)
-    for endpoint, setting in limits.items():
-        limit = limiter.limit(lambda setting=setting: app.config[setting])
-        app.view_functions[endpoint] = limit(app.view_functions[endpoint])
+    for endpoint, (setting, network) in limits.items():
+        view = limiter.limit(lambda setting=setting: app.config[setting])(app.view_functions[endpoint])
+        for depth, times in ((1, 1), (2, 2)) if network else ():
+            view = limiter.limit(
+                lambda network=network, times=times: _times(app.config[network], times),
+                key_func=partial(_network, depth),
+                exempt_when=partial(_without_network, depth),
+                scope=NETWORK_SCOPE,
+            )(view)
+        app.view_functions[endpoint] = view
     app.extensions["rate_limiter"] = limiter
 
 
 def _client() -> str:
     """The client the current request counts against."""
     return client_key(request.remote_addr)
+
+
+def _network(depth: int) -> str:
+    """The network around the current request's client that is counted at `depth` (1: its IPv4 /24 or
+    IPv6 /56, 2: its IPv6 /48), as app.addresses.client_networks names them."""
+    return client_networks(request.remote_addr)[depth]
+
+
+def _without_network(depth: int) -> bool:
+    """Whether the current request's client has no network at `depth` (an IPv4 one has no /48)."""
+    return len(client_networks(request.remote_addr)) <= depth
+
+
+def _times(limit: str, times: int) -> str:
+    """One fixed-window limit such as '300 per minute' with `times` as many requests in its window."""
+    item = parse(limit)
+    return f"{item.amount * times} per {item.multiples} {item.GRANULARITY.name}"
 
 
 def _only_on(endpoints: frozenset[str], hook):

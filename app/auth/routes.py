@@ -17,7 +17,7 @@ bp = Blueprint("auth", __name__, url_prefix=AUTH_PREFIX)
 
 
 @bp.get("/login")
-@rate_limited("RATE_LIMIT_LOGIN")
+@rate_limited("RATE_LIMIT_LOGIN", network="RATE_LIMIT_LOGIN_NETWORK")
 def login():
     """Start a browser sign-in: the provider's URL as a 302, and the login cookie that binds it to this browser."""
     config = current_app.config
@@ -32,7 +32,8 @@ def login():
 
 
 @bp.get("/callback")
-@rate_limited("RATE_LIMIT_LOGIN")  # a callback may reach the token endpoint: it costs what a start does
+# A callback may reach the token endpoint: it costs what a start does.
+@rate_limited("RATE_LIMIT_LOGIN", network="RATE_LIMIT_LOGIN_NETWORK")
 def callback():
     """Finish the sign-in the provider sends back: a new session, and a 302 to where the user was going."""
     sign_in = services().sign_in
@@ -43,7 +44,7 @@ def callback():
 
 
 @bp.post("/exchange")
-@rate_limited("RATE_LIMIT_EXCHANGE")
+@rate_limited("RATE_LIMIT_EXCHANGE", network="RATE_LIMIT_EXCHANGE_NETWORK")
 def exchange():
     """Sign in with a code a same-origin page obtained itself (X-CSRF: 1); the tokens stay on the server."""
     require_csrf_header(request.headers)

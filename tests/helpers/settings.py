@@ -20,6 +20,8 @@ def app_env(issuer: str, **overrides) -> dict:
         # Many tests sign in from 127.0.0.1 within a minute; the limits have tests of their own.
         "RATE_LIMIT_LOGIN": "10000 per minute",
         "RATE_LIMIT_EXCHANGE": "10000 per minute",
+        "RATE_LIMIT_LOGIN_NETWORK": "10000 per minute",
+        "RATE_LIMIT_EXCHANGE_NETWORK": "10000 per minute",
     }
     env.update({name: str(value) for name, value in overrides.items()})
     return env

@@ -45,9 +45,10 @@ def test_a_browser_has_at_most_five_pending_sign_ins_and_the_oldest_goes_first(m
     newest = oidc_driver.login_at_idp(http, starts[-1], "alice", PASSWORD)
     assert client.get(callback_path(newest)).status_code == 302
     assert list(login_cookie(client, state_of(starts[-1])).values()) == [USED_UP]  # a reload reads "used"
-    # Eight sign-ins started, one finished: Redis holds its used state, its session and two rate-limit windows.
+    # Eight sign-ins started, one finished: Redis holds its used state, its session and four rate-limit
+    # windows (the starts' and the callback's, each for the client and its /24).
     added = sorted(key.split(":")[1] for key in keys_of(app) if key not in before)
-    assert added == ["limits", "limits", "login-used", "session", "session-end", "sessions", "sessions-of", "tokens"]
+    assert added == [*["limits"] * 4, "login-used", "session", "session-end", "sessions", "sessions-of", "tokens"]
 
 
 def test_a_return_to_over_512_characters_signs_in_to_the_root(app):

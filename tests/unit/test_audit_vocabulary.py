@@ -74,16 +74,18 @@ def passed(callee: str, position: int | None, keyword: str, module: str | None =
     return values
 
 
-def rate_limited_views() -> set[str]:
-    """The views marked rate_limited: a limit's reason is its view's name (the endpoint's last part)."""
-    return {
-        function.name
-        for tree in modules().values()
-        for function in ast.walk(tree)
-        if isinstance(function, ast.FunctionDef)
-        for decorator in function.decorator_list
-        if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "rate_limited"
-    }
+def rate_limit_reasons() -> set[str]:
+    """The reasons of the views marked rate_limited: a client limit's is its view's name (the endpoint's
+    last part); a network limit's (a view marked with `network=`) that name and `_network`."""
+    reasons = set()
+    for tree in modules().values():
+        for function in ast.walk(tree):
+            for decorator in function.decorator_list if isinstance(function, ast.FunctionDef) else ():
+                if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "rate_limited":
+                    reasons.add(function.name)
+                    if any(keyword.arg == "network" for keyword in decorator.keywords):
+                        reasons.add(f"{function.name}_network")
+    return reasons
 
 
 def dict_values(module: str, name: str) -> set[str]:
@@ -106,9 +108,7 @@ def refresh_refusals() -> set[str]:
 SOURCES = {
     ("error_responses.py", "handle_login_failed", "error.reason"): lambda: passed("LoginFailed", None, "reason"),
     ("error_responses.py", "handle_bad_logout_token", "error.reason"): lambda: passed("BadLogoutToken", 1, "reason"),
-    ("error_responses.py", "handle_rate_limited", "(request.endpoint or 'unknown').rpartition('.')[2]"): (
-        rate_limited_views
-    ),
+    ("error_responses.py", "handle_rate_limited", "f'{view}_network' if by_network else view"): rate_limit_reasons,
     ("error_responses.py", "handle_bound_reached", "BOUNDS[type(error)]"): (
         lambda: dict_values("error_responses.py", "BOUNDS")
     ),

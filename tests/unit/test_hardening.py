@@ -83,7 +83,14 @@ def test_redis_out_of_memory_is_a_503_not_a_500(unit_app, fake_redis, monkeypatc
     assert "storage is full" in response.get_data(as_text=True)
 
 
-def test_the_default_rate_limits_are_30_sign_ins_and_10_exchanges_a_minute(stub_issuer):
+def test_the_default_rate_limits_are_30_sign_ins_and_10_exchanges_a_minute_and_ten_times_that_a_network(stub_issuer):
     env = {k: v for k, v in app_env(stub_issuer.issuer).items() if not k.startswith("RATE_LIMIT_")}
     config = Config(env)
     assert (config.RATE_LIMIT_LOGIN, config.RATE_LIMIT_EXCHANGE) == ("30 per minute", "10 per minute")
+    assert (config.RATE_LIMIT_LOGIN_NETWORK, config.RATE_LIMIT_EXCHANGE_NETWORK) == ("300 per minute", "100 per minute")
+
+
+@pytest.mark.parametrize("setting", ["RATE_LIMIT_LOGIN_NETWORK", "RATE_LIMIT_EXCHANGE_NETWORK"])
+def test_a_network_rate_limit_is_one_window_because_a_48_gets_twice_it(stub_issuer, setting):
+    with pytest.raises(ConfigError, match=f"{setting} must be one rate limit"):
+        Config(app_env(stub_issuer.issuer, **{setting: "300 per minute; 1000 per hour"}))

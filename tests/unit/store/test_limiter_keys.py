@@ -14,4 +14,10 @@ def test_the_rate_limiter_counts_under_the_prefix_keys_builds(stub_issuer, fake_
     counters = sorted(key.decode() for key in fake_redis.keys("*LIMITER*"))
     prefix = f"{Keys(env['REDIS_KEY_PREFIX']).rate_limits()}:LIMITER/"
     assert all(key.startswith(prefix) for key in counters), counters
-    assert [key.split("/")[2] for key in counters] == ["auth.exchange", "auth.login"]
+    # Each view counts its client (127.0.0.1) and the client's network (127.0.0.0/24) apart.
+    assert [key[len(prefix) :].rsplit("/", 3)[0] for key in counters] == [
+        "127.0.0.0/24/auth.exchange:network",
+        "127.0.0.0/24/auth.login:network",
+        "127.0.0.1/auth.exchange",
+        "127.0.0.1/auth.login",
+    ]
