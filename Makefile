@@ -72,8 +72,9 @@ app-token: $(VENV)/.installed
 system:
 	@dev/bootstrap-system.sh
 
+# wrk too: tests/integration/test_bench_open_loop.py holds make bench's open-loop windows to their promise.
 system-test:
-	@dev/bootstrap-system.sh chromium
+	@dev/bootstrap-system.sh chromium wrk
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,15 +86,21 @@ $(IDP)/node_modules/.installed: $(IDP)/package.json $(IDP)/package-lock.json
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(IDP)/node_modules bench/.venv-flask bench/.venv-fastapi .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(IDP)/node_modules bench/.venv-flask bench/.venv-fastapi bench/.venv-plots .pytest_cache .ruff_cache
 
 # The service against the same routes written plainly in Flask and in FastAPI (bench/peers/), each
-# peer in its own virtualenv; BENCH_SECONDS and BENCH_ROUNDS set the windows (see docs/performance.md).
-PEER_VENVS := bench/.venv-flask/.installed bench/.venv-fastapi/.installed
+# peer in its own virtualenv, and the pictures drawn by matplotlib in a third (bench/.venv-plots);
+# BENCH_SECONDS and BENCH_ROUNDS set the windows (see docs/performance.md).
+BENCH_VENVS := bench/.venv-flask/.installed bench/.venv-fastapi/.installed bench/.venv-plots/.installed
 
-bench: $(VENV)/.installed $(IDP)/node_modules/.installed $(PEER_VENVS)
+bench: $(VENV)/.installed $(IDP)/node_modules/.installed $(BENCH_VENVS)
 	@dev/bootstrap-system.sh wrk
 	$(BIN)/python -m bench.run
+
+bench/.venv-plots/.installed: bench/requirements-plots.txt
+	test -x bench/.venv-plots/bin/python || $(PYTHON) -m venv bench/.venv-plots
+	bench/.venv-plots/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
 
 bench/.venv-%/.installed: bench/peers/requirements-%.txt
 	test -x bench/.venv-$*/bin/python || $(PYTHON) -m venv bench/.venv-$*
@@ -101,7 +108,7 @@ bench/.venv-%/.installed: bench/peers/requirements-%.txt
 	touch $@
 
 sizing: $(VENV)/.installed $(IDP)/node_modules/.installed
-	$(BIN)/python -m bench.sizing
+	$(BIN)/python -m bench.studies.sizing
 
 # mutmut over the security core with the fast tests; writes docs/mutation-report.{md,json}.
 mutation: $(VENV)/.installed

@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .cpu import process_tree
 from .load import Window, drive
-from .servers import STATE, Server, process_tree
+from .servers import STATE, Server
 
 TOP = 25
 
@@ -42,7 +43,7 @@ def profile_route(name: str, server: Server, window: Window, seconds: float, res
                 stderr=subprocess.DEVNULL,
             )
         )
-    figures = drive(f"{name} (profiled)", window, seconds, server.process.pid, redis_pid)
+    figures = drive(f"{name} (profiled)", window, server.process.pid, redis_pid, seconds)
     for sampler in samplers:
         sampler.wait()
     stacks = collections.Counter()

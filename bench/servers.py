@@ -1,19 +1,21 @@
 """What `make bench` serves and how: the service under gunicorn.conf.py, the plain Flask peer under
-the same settings, the FastAPI peer under uvicorn, each in its own virtualenv; and the CPU time of
-a process and everything it started (Linux /proc)."""
+the same settings, the FastAPI peer under uvicorn, each in its own virtualenv; and a private Redis and
+provider for one-off studies."""
 
 import os
 import secrets
 import shlex
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from dev.services import ROOT, Process, free_port, gunicorn_argv, idp_issuer, start_idp, start_redis
+
+from .load import BenchFailed
 
 STATE = ROOT / ".dev" / "bench"
 PEER_VENVS = {"flask": ROOT / "bench" / ".venv-flask", "fastapi": ROOT / "bench" / ".venv-fastapi"}
@@ -28,10 +30,6 @@ UVICORN_CONFIGS = {
 }
 SERVICE = "service"
 FLASK_PEER = "plain Flask"
-
-
-class BenchFailed(RuntimeError):
-    """A run produced errors, so its figures mean nothing."""
 
 
 @dataclass
@@ -101,29 +99,6 @@ def start_fastapi_peer(started: list, env: dict, name: str) -> Server:
         *UVICORN_CONFIGS[name],
     ]
     return start(started, name, argv, env, port, "/api/v1/users/alice")
-
-
-def process_tree(pid: int) -> list[int]:
-    """`pid` and every process it started, recursively (gunicorn's or uvicorn's workers)."""
-    pids, index = [pid], 0
-    while index < len(pids):
-        for task in Path(f"/proc/{pids[index]}/task").glob("*"):
-            with suppress(OSError):  # the task ended meanwhile
-                pids += [int(child) for child in (task / "children").read_text().split()]
-        index += 1
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User plus system CPU seconds used so far by `pids` (those still alive)."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

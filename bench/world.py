@@ -1,5 +1,6 @@
 """Everything a `make bench` run measures against: one Redis and dev provider, the demo users and the
-poke targets written by the service's own code, a token, and every implementation started once."""
+poke targets written by the service's own code, a token, and every implementation started once; and
+how many requests reached the provider (its /__dev/stats)."""
 
 import os
 import secrets
@@ -42,6 +43,7 @@ class World:
     def __init__(self, started: list, seconds: float):
         shutil.rmtree(STATE, ignore_errors=True)
         redis_port, idp_port = free_port(), free_port()
+        self.idp_base = f"http://127.0.0.1:{idp_port}"
         self.redis = start_redis(redis_port, workdir=STATE / "redis")
         started.append(self.redis)
         self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
@@ -80,11 +82,13 @@ class World:
         self.token = oidc_driver.user_tokens(
             self.env["OIDC_ISSUER_URL"], "profile-poke-web", self.env["OIDC_REDIRECT_URI"], USER, PASSWORD
         )["access_token"]
-        self.servers = self._start_servers(started)
+        self.service_env = {**self.env, "METRICS_TOKEN": secrets.token_urlsafe(32)}
+        self.servers: list[Server] = []
 
-    def _start_servers(self, started: list) -> list[Server]:
-        # The service runs as in production, metrics on; the peers have neither metrics nor an access log.
-        service_env = {**self.env, "METRICS_TOKEN": secrets.token_urlsafe(32)}
+    def start_peers(self, started: list) -> None:
+        """The service and every peer; the service runs as in production, metrics on, and the peers have
+        neither metrics nor an access log."""
+        service_env = self.service_env
         servers = [start_service(started, service_env), start_flask_peer(started, self.env)]
         servers += [start_fastapi_peer(started, self.env, name) for name in UVICORN_CONFIGS]
         if os.environ.get("BENCH_TRACING") == "1":
@@ -92,7 +96,11 @@ class World:
             started.append(receiver)  # stopped with the servers (it has a stop(), as they do)
             traced_env = {**service_env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
             servers.append(start_service(started, traced_env, TRACED_SERVICE))
-        return servers
+        self.servers = servers
+
+    def provider_requests(self) -> int:
+        """Every request the provider has counted so far (the sum of /__dev/stats' counters)."""
+        return _counted(oidc_driver.stats(self.idp_base))
 
     def _seed_targets(self) -> None:
         seed_targets(self.redis_url, PREFIX, self.targets)
@@ -128,6 +136,16 @@ class World:
         if batch:
             client.unlink(*batch)
         client.close()
+
+
+def _counted(stats) -> int:
+    if isinstance(stats, bool):
+        return 0
+    if isinstance(stats, int):
+        return stats
+    if isinstance(stats, dict):
+        return sum(_counted(value) for value in stats.values())
+    return 0  # the lists of recent requests' parameters repeat what the counters count
 
 
 def seed_targets(redis_url: str, prefix: str, count: int) -> None:

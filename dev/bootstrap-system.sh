@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs when they are missing: redis-server (tests and
-# make dev), chromium (browser tests), node and npm (the dev identity provider), wrk (make bench).
+# make dev), chromium (browser tests), node and npm (the dev identity provider), wrk and iproute2's ss
+# (make bench: the load and who holds each connection).
 set -euo pipefail
 
 want=()
@@ -10,7 +11,10 @@ command -v npm >/dev/null || want+=(npm)
 for package in "$@"; do
   case "$package" in
     chromium) [ -x /usr/bin/chromium ] || want+=(chromium) ;;
-    wrk) command -v wrk >/dev/null || want+=(wrk) ;;
+    wrk)
+      command -v wrk >/dev/null || want+=(wrk)
+      command -v ss >/dev/null || want+=(iproute2)
+      ;;
   esac
 done
 [ ${#want[@]} -eq 0 ] && exit 0

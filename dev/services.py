@@ -252,8 +252,8 @@ def local_app_env(issuer: str, app_base: str, redis_url: str, **settings: str) -
 
 
 def gunicorn_argv(port: int, options=(), app: str = "wsgi:app") -> list[str]:
-    """The command that serves `app` under gunicorn.conf.py plus `options` on 127.0.0.1:`port`."""
-    config = ["--config", str(ROOT / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"]
+    """The command that serves `app` under server/gunicorn.conf.py plus `options` on 127.0.0.1:`port`."""
+    config = ["--config", str(ROOT / "server" / "gunicorn.conf.py"), "--bind", f"127.0.0.1:{port}"]
     return [sys.executable, "-m", "gunicorn", *config, *options, app]
 
 

@@ -6,7 +6,7 @@ import runpy
 from pathlib import Path
 from types import ModuleType
 
-_shipped = runpy.run_path(str(Path(__file__).resolve().parents[2] / "gunicorn.conf.py"))
+_shipped = runpy.run_path(str(Path(__file__).resolve().parents[2] / "server" / "gunicorn.conf.py"))
 globals().update(
     {
         name: value

@@ -4,7 +4,7 @@ browser sessions need a refresh at once, and bearer calls to /api/v1/me/profile 
 
 import pytest
 
-from bench.hang import DELAY_MS, SESSIONS, SHORT_CLIENT, bearer_calls_while_refreshes_hang, prepare
+from bench.studies.hang import DELAY_MS, SESSIONS, SHORT_CLIENT, bearer_calls_while_refreshes_hang, prepare
 from dev.services import free_port
 from tests.helpers.real_services import integration_env, start_live_app, start_own_idp
 

@@ -5,7 +5,7 @@ hold up nothing either; and fifty simultaneous pokes of one target still succeed
 
 import pytest
 
-from bench.keepalive import (
+from bench.studies.keepalive import (
     BOUND_S,
     IDLE,
     requests_beside_idle_connections,

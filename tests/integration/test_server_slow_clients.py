@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from bench.keepalive import Connection
-from bench.slow_clients import (
+from bench.studies.keepalive import Connection
+from bench.studies.slow_clients import (
     KINDS,
     PUBLIC,
     STALLED_BODY,

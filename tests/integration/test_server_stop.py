@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench.hang import SHORT_CLIENT, prepare
-from bench.slow_clients import slow_connections
+from bench.studies.hang import SHORT_CLIENT, prepare
+from bench.studies.slow_clients import slow_connections
 from dev import oidc_driver
 from dev.services import free_port
 from tests.helpers.real_services import delete_prefix, integration_env, start_live_app, start_own_idp

@@ -11,9 +11,9 @@ from gunicorn.config import Config
 from gunicorn.http.errors import NoMoreData
 from gunicorn.http.parser import RequestParser
 
-from gthread_worker import Worker
-from request_buffer import MAX_HEAD, Outcome, RequestBuffer
-from request_threads import Gathered
+from server.gthread_worker import Worker
+from server.request_buffer import MAX_HEAD, Outcome, RequestBuffer
+from server.request_threads import Gathered
 
 MAX_BODY = 1000
 HEAD = b"POST /auth/backchannel-logout HTTP/1.1\r\nHost: app\r\n"
@@ -116,7 +116,7 @@ def gunicorn_settings(monkeypatch, **env) -> dict:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return runpy.run_path(str(Path(__file__).resolve().parents[2] / "gunicorn.conf.py"))
+    return runpy.run_path(str(Path(__file__).resolve().parents[2] / "server" / "gunicorn.conf.py"))
 
 
 def test_the_request_deadlines_default_to_ten_seconds_and_follow_the_environment(monkeypatch):

@@ -24,10 +24,10 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 
-import gunicorn_logger
 from app import tracing
 from app.last_resort import AnswerEveryRequest
 from app.tracing import TracedApp
+from server import gunicorn_logger
 
 SAMPLERS = {
     "always_off": ALWAYS_OFF,

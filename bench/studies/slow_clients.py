@@ -3,7 +3,7 @@ after 16 bytes of a body (to POST /auth/backchannel-logout, which needs no sign-
 normal client makes requests one after another; and clients that trickle a request a byte at a time.
 
 Used by tests/integration/test_server_slow_clients.py (shipped gunicorn config, one worker) and, to
-compare, `python -m bench.slow_clients [gunicorn options...]`, which starts everything itself.
+compare, `python -m bench.studies.slow_clients [gunicorn options...]`, which starts everything itself.
 """
 
 import secrets
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from bench.keepalive import Connection, attempt, fresh_get, outcome
+from bench.studies.keepalive import Connection, attempt, fresh_get, outcome
 from dev.services import (
     ROOT,
     Process,

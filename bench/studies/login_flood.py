@@ -1,6 +1,6 @@
 """Measures what 20,000 `GET /auth/login` from one client address leave in Redis (INFO memory
 used_memory before and after) with the rate limiter on, and with it off for a browser that keeps its
-login cookies and for a client that drops them. Run: python -m bench.login_flood. Writes
+login cookies and for a client that drops them. Run: python -m bench.studies.login_flood. Writes
 bench/results/login-flood.md."""
 
 import secrets
@@ -11,7 +11,7 @@ from app.extensions import make_redis
 from config import Config
 from dev.services import local_app_env
 
-from .servers import redis_and_provider
+from ..servers import redis_and_provider
 
 RESULTS = Path(__file__).resolve().parent / "results" / "login-flood.md"
 REQUESTS = 20_000

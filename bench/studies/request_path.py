@@ -1,4 +1,4 @@
-"""What each piece of a request costs, in process: `python -m bench.request_path` (prints a table).
+"""What each piece of a request costs, in process: `python -m bench.studies.request_path` (prints a table).
 
 The app as production runs it (metrics on in multiprocess mode, the access log on, hiredis) against a
 real redis-server and the dev provider, called as `app.wsgi_app(environ, start_response)` with no
@@ -40,7 +40,7 @@ def main() -> None:
 def services():
     """A private redis-server and dev provider (access tokens good for an hour: a run on a loaded
     machine outlasts the default), stopped on the way out: (Redis URL, issuer, the app's port)."""
-    from .servers import redis_and_provider  # here: PROMETHEUS_MULTIPROC_DIR is set first
+    from ..servers import redis_and_provider  # here: PROMETHEUS_MULTIPROC_DIR is set first
 
     return redis_and_provider(IDP_ACCESS_TOKEN_TTL="3600")
 
@@ -59,7 +59,7 @@ def prepared(redis_url: str, issuer: str, app_port: int):
     from dev import oidc_driver
     from dev.services import local_app_env
 
-    from .world import seed_targets
+    from ..world import seed_targets
 
     bare = Flask("bare")  # the yardstick: a route that returns a small JSON object and nothing else
     bare.get("/")(lambda: {"hello": "world"})

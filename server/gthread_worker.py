@@ -25,8 +25,8 @@ from functools import partial
 from gunicorn import util
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, ThreadWorker
 
-from request_buffer import Outcome, RequestBuffer
-from request_threads import SEND_TIMEOUT_S, Connection, DaemonThreads
+from server.request_buffer import Outcome, RequestBuffer
+from server.request_threads import SEND_TIMEOUT_S, Connection, DaemonThreads
 
 LINGER_S = 2.0
 MAX_DRAIN = 65536

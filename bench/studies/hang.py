@@ -2,7 +2,7 @@
 browser sessions refresh at once, and bearer calls to /api/v1/me/profile must keep flowing.
 
 Used by tests/integration/test_provider_hang.py (shipped gunicorn config) and, to compare worker
-configs, `python -m bench.hang [gunicorn options...]`, which starts everything itself.
+configs, `python -m bench.studies.hang [gunicorn options...]`, which starts everything itself.
 """
 
 import secrets

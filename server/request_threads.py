@@ -10,7 +10,7 @@ from gunicorn.http.errors import NoMoreData
 from gunicorn.http.unreader import Unreader
 from gunicorn.workers.gthread import TConn
 
-from request_buffer import RequestBuffer
+from server.request_buffer import RequestBuffer
 
 # A thread writing an answer the client does not read gives up after this long.
 SEND_TIMEOUT_S = 10.0

@@ -2,8 +2,8 @@
 browser session (session key + token set) and per poke cooldown, on a real redis-server with real
 tokens from the dev provider; and what bearer tokens leave at their bounds: DPoP proof ids, shared
 introspection answers and refusals, the counters of provider calls; and what any client can make: the
-rate limiter's windows and a claimed sign-in state. Run: python -m bench.sizing (make sizing). Writes
-bench/results/sizing.md."""
+rate limiter's windows and a claimed sign-in state. Run: python -m bench.studies.sizing (make sizing).
+Writes bench/results/sizing.md."""
 
 import json
 import secrets
@@ -25,7 +25,7 @@ from config import Config
 from dev import oidc_driver
 from dev.services import local_app_env
 
-from .servers import redis_and_provider
+from ..servers import redis_and_provider
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sizing.md"
 USERS, SESSIONS, POKES = 20_000, 200, 20_000

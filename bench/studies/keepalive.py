@@ -4,7 +4,7 @@ and on some of the idle ones must each be answered within a small bound, never w
 to time out, and every idle connection must still serve a request afterwards.
 
 Used by tests/integration/test_server_keepalive.py (shipped gunicorn config) and, to compare configs,
-`python -m bench.keepalive [gunicorn options...]`, which starts everything itself.
+`python -m bench.studies.keepalive [gunicorn options...]`, which starts everything itself.
 """
 
 import os

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import gthread_worker
+from server import gthread_worker
 
 
 def _seconds(name: str, default: str) -> float:
@@ -24,14 +24,17 @@ def _seconds(name: str, default: str) -> float:
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY") or multiprocessing.cpu_count() + 1)
-# Chosen by measurement (python -m bench.servers_compare, bench.hang and bench.keepalive on 2 shared cores;
-# figures in docs/performance.md "Server choice"). Threads keep a worker serving while some of its
-# requests wait on the identity provider (eight sessions refreshing against a provider that hangs 5 s
-# must not stall bearer calls: 3 x 2 threads and sync workers did). With keep-alive clients this config
-# spent 5-18 % less CPU per request than keep-alive off and served 1.1-1.5 x its req/s. gevent cost
-# 1.3-2 x gthread's CPU per request and holds a stop for the whole graceful_timeout while connections
-# sit idle (20 s against 3.5-9 s). granian spent the least CPU (0.8-1.4 ms against 1.6-1.8 ms a request)
-# but closes idle connections after 30 s (60 s at most), before Heroku's router does.
+# Chosen by measurement (python -m bench.studies.levers, bench.studies.hang and bench.studies.keepalive on 2
+# shared cores; figures in docs/performance.md "Server choice" and "Server levers", where gunicorn's C
+# parser, a shorter switch interval, fewer threads, more workers, Python 3.13 and ASGI servers moved no
+# figure beyond the noise, and uWSGI's router, the one lever that did, is weighed). Threads keep a
+# worker serving while some of its requests wait on the identity provider (eight sessions refreshing
+# against a provider that hangs 5 s must not stall bearer calls: 3 x 2 threads and sync workers did).
+# With keep-alive clients this config spent 5-18 % less CPU per request than keep-alive off and served
+# 1.1-1.5 x its req/s. gevent cost 1.3-2 x gthread's CPU per request and holds a stop for the whole
+# graceful_timeout while connections sit idle (20 s against 3.5-9 s). granian spent the least CPU
+# (0.8-1.4 ms against 1.6-1.8 ms a request) but closes idle connections after 30 s (60 s at most),
+# before Heroku's router does.
 threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 # gthread_worker.py: gunicorn's gthread worker where a request reaches a thread only once it has all
 # arrived (its request line and headers within REQUEST_HEADER_TIMEOUT, its body within
@@ -60,7 +63,7 @@ reuse_port = True
 accesslog = None
 errorlog = "-"
 # gunicorn's own lines (a failed request's, a malformed request line, an access log) without query strings.
-logger_class = "gunicorn_logger.Logger"
+logger_class = "server.gunicorn_logger.Logger"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Forwarded headers are trusted only from the configured proxies (Heroku's router: FORWARDED_ALLOW_IPS=*).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

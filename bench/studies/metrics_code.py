@@ -1,5 +1,5 @@
 """Times the metrics code of one poke by itself, in multiprocess mode as under gunicorn: the request
-histogram's after-request hook and the poke counter. Run: python -m bench.metrics_code (prints JSON).
+histogram's after-request hook and the poke counter. Run: python -m bench.studies.metrics_code (prints JSON).
 
 The with-and-without windows of `make bench` swing by more than the cost they look for on a shared
 machine; this measures the code they differ by, best of several repeats."""

@@ -1,0 +1,1 @@
+"""What the server levers study (`python -m bench.studies.levers`) serves the app through, beside gunicorn.conf.py."""
