@@ -122,8 +122,10 @@ def under(python: str) -> dict:
         return totals
 
 
-def server(options: list[str]) -> None:
-    """Instructions per request in one gunicorn worker under callgrind, by route."""
+def served(folder: str, options: list[str], env: dict | None = None) -> dict[str, Path]:
+    """Run gunicorn (one worker, `options` after the shipped config) under callgrind, writing its dumps
+    into `folder`; send INSTRUCTIONS_REQUESTS counted requests per route; each route's dump of the worker
+    with its request count, as {label: (dump path, count)}."""
     import requests
 
     from dev.services import Process, free_port, gunicorn_argv, supervised
@@ -131,12 +133,13 @@ def server(options: list[str]) -> None:
     from ..cpu import process_tree
     from ..world import ROUTES, World
 
-    with tempfile.TemporaryDirectory() as folder, supervised() as started:
+    with supervised() as started:
         world = World(started, 1)
         port = free_port()
         argv = [*CALLGRIND, "--trace-children=yes", f"--callgrind-out-file={folder}/callgrind.%p"]
         argv += gunicorn_argv(port, ["--workers", "1", *options])
-        server = Process("gunicorn under callgrind", argv, log_path=Path(folder) / "server.log", env=world.service_env)
+        server_env = {**world.service_env, **(env or {})}
+        server = Process("gunicorn under callgrind", argv, log_path=Path(folder) / "server.log", env=server_env)
         started.append(server)
         base = f"http://127.0.0.1:{port}"
         server.wait_until(lambda: requests.get(f"{base}/api/v1/openapi.json", timeout=30).ok, timeout=600)
@@ -164,13 +167,32 @@ def server(options: list[str]) -> None:
                 counts[label] = REQUESTS
                 if window.poke_from:
                     world.next_target = next(target)
-        for dump in Path(folder).glob(f"callgrind.{worker}*"):
-            text = dump.read_text(errors="replace")
-            trigger = next((line for line in text.splitlines() if line.startswith("desc: Trigger: dump ")), "")
-            total = next((int(line.split()[1]) for line in text.splitlines() if line.startswith("totals:")), 0)
-            name = trigger.removeprefix("desc: Trigger: dump ")
-            if name in counts:
-                print(f"{name}: {total / counts[name] / 1000:,.0f}k instructions per request in the worker")
+    dumps = {}
+    for dump in Path(folder).glob(f"callgrind.{worker}*"):
+        name = dump_trigger(dump)
+        if name in counts:
+            dumps[name] = (dump, counts[name])
+    return dumps
+
+
+def dump_trigger(dump: Path) -> str:
+    """The label a dump was triggered with."""
+    with dump.open(errors="replace") as lines:
+        trigger = next((line for line in lines if line.startswith("desc: Trigger: dump ")), "")
+    return trigger.removeprefix("desc: Trigger: dump ").strip()
+
+
+def dump_total(dump: Path) -> int:
+    """The instructions a dump counted."""
+    with dump.open(errors="replace") as lines:
+        return next((int(line.split()[1]) for line in lines if line.startswith("totals:")), 0)
+
+
+def server(options: list[str]) -> None:
+    """Instructions per request in one gunicorn worker under callgrind, by route."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (dump, count) in served(folder, options).items():
+            print(f"{name}: {dump_total(dump) / count / 1000:,.0f}k instructions per request in the worker")
 
 
 def main(pythons: list[str]) -> None:
