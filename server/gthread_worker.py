@@ -9,36 +9,27 @@ request threads are daemon threads, request_threads.py).
   accept, or from the first byte of the next request on a kept-alive connection), the body within
   `body_timeout` after them; past either the client gets 408 (nothing if it sent nothing) and the
   connection closes.
-- **A closing connection lingers on the poller**, not on gunicorn's main loop, where 30 clients keeping
-  their sockets held new connections for 6 s (docs/performance.md, "Server choice"): it closes when
-  the client closes too (RFC 9112 section 9.6), after 64 KiB drained, or after 2 s.
+- **A closing connection lingers on the poller** (closing.py, with the deadlines' expiry).
+- **A thread serves a plain request without gunicorn's parser** (serving.py): one lean parse, an
+  environ copied from the connection's, and the answer in one sendall.
 """
 
-import contextlib
 import errno
 import selectors
-import socket
 import time
 from collections import deque
 from functools import partial
 
-from gunicorn import util
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, ThreadWorker
 
+from server.closing import Closing
 from server.request_buffer import Outcome, RequestBuffer
-from server.request_threads import SEND_TIMEOUT_S, Connection, DaemonThreads
+from server.request_threads import SEND_TIMEOUT_S, Connection, DaemonThreads, Wakeups
+from server.serving import Serving
 
-LINGER_S = 2.0
-MAX_DRAIN = 65536
 READ_SIZE = 65536
 DEFAULT_MAX_BODY = 65536  # when the app names no MAX_CONTENT_LENGTH
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-# The whole answer the poller sends when it refuses a request itself.
-REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
-REFUSALS = {
-    status: f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".encode()
-    for status, reason in REASONS.items()
-}
 
 
 def with_deadlines(*, header_timeout: float, body_timeout: float) -> type:
@@ -46,7 +37,7 @@ def with_deadlines(*, header_timeout: float, body_timeout: float) -> type:
     return type("Worker", (Worker,), {"header_timeout": header_timeout, "body_timeout": body_timeout})
 
 
-class Worker(ThreadWorker):
+class Worker(Serving, Closing, ThreadWorker):
     """gthread, reading requests on its poller, lingering on closed connections there, and stoppable."""
 
     header_timeout = 10.0
@@ -54,17 +45,19 @@ class Worker(ThreadWorker):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.method_queue = Wakeups()
         self.lingering = deque()
         # (deadline, connection) in deadline order, one queue per timeout; stale entries are skipped.
         self.heads, self.bodies = deque(), deque()
         self.heads_capped = False
         self.max_body = DEFAULT_MAX_BODY
+        self.next_notify = self.next_expiry = 0.0  # see closing.py's housekeeping
 
     @classmethod
     def check_config(cls, cfg, log):
         """gthread's checks, and refuse what this worker does not read on its poller: TLS, HTTP/2, PROXY."""
         super().check_config(cfg, log)
-        if cfg.is_ssl or cfg.http2_cleartext != "off" or cfg.proxy_protocol != "off":
+        if cfg.is_ssl or cfg.http2_cleartext != "off" or cfg.proxy_protocol != "off" or cfg.protocol != "http":
             raise RuntimeError("gthread_worker serves plain HTTP/1.1: terminate TLS and HTTP/2 in front of it")
 
     def get_thread_pool(self):
@@ -72,6 +65,7 @@ class Worker(ThreadWorker):
 
     def run(self):
         self.max_body = getattr(self.wsgi, "config", {}).get("MAX_CONTENT_LENGTH") or DEFAULT_MAX_BODY
+        self.init_serving()
         super().run()
 
     def accept(self, listener):
@@ -124,33 +118,14 @@ class Worker(ThreadWorker):
         conn.deadline = None
         if outcome in (Outcome.SERVE, Outcome.SERVE_HEAD):
             conn.body_unread = outcome is Outcome.SERVE_HEAD
-            conn.parser.unreader.unread(bytes(conn.request.data))
-            conn.request = None
+            conn.gathered, conn.request = conn.request, None
             self.enqueue_req(conn)
         else:
             self._refuse(conn, outcome.value)
 
-    def _send(self, conn, answer: bytes) -> bool:
-        """Send a short answer without blocking the main loop; whether all of it went."""
-        try:
-            return conn.sock.send(answer) == len(answer)
-        except OSError:
-            return False
-
-    def _refuse(self, conn, status: int):
-        """Answer `status` from the poller and close, lingering."""
-        self._send(conn, REFUSALS[status])
-        self._linger(conn)
-
-    def _close(self, conn):
-        """Close a connection for good, wherever it waits."""
-        with contextlib.suppress(KeyError, ValueError, OSError):
-            self.poller.unregister(conn.sock)
-        if conn.idle:
-            self.keepalived_conns.remove(conn)
-        conn.deadline = conn.linger_until = None
-        self.nr_conns -= 1
-        util.close(conn.sock)
+    def enqueue_req(self, conn):
+        """Give the connection's request to a thread (serving.py's run_request hands it back)."""
+        self.tpool.submit(self.run_request, conn)
 
     def handle_request(self, req, conn):
         """gthread's; closing the connection after a body left unread or an answer the client did not read."""
@@ -166,84 +141,20 @@ class Worker(ThreadWorker):
     def _keepalive_after(self, conn, keepalive):
         return False if conn.body_unread else super()._keepalive_after(conn, keepalive)
 
-    def finish_request(self, conn, fs):
+    def finish_request(self, conn, keep: bool):
         """Back from a thread: wait on the poller for the next request, or close lingering."""
-        try:
-            keep = not fs.cancelled() and fs.result() is True
-        except Exception:
-            self._close(conn)
-            return
         if not keep:
             self._linger(conn)
             return
         conn.sock.setblocking(False)
-        conn.request = RequestBuffer(conn.max_body)
-        conn.body_unread = False
+        conn.request, conn.gathered, conn.body_unread = RequestBuffer(conn.max_body), None, False
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
-        pipelined = conn.parser.unreader.take_buffered()
+        pipelined, conn.pipelined = conn.pipelined, b""
         if pipelined:
             self._gather(conn, pipelined)
             return
         conn.idle = True
-        conn.set_timeout()
+        conn.timeout = time.monotonic() + self.keepalive_s
         if not self.alive:
             conn.timeout = min(conn.timeout, time.monotonic() + STOP_KEEPALIVE_LINGER)
         self.keepalived_conns.append(conn)
-
-    def _linger(self, conn):
-        """Half-close and wait on the poller for the client to close (see the module's docstring)."""
-        try:
-            conn.sock.shutdown(socket.SHUT_WR)
-            conn.sock.setblocking(False)
-            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._drain, conn))
-        except (OSError, ValueError):
-            self._close(conn)
-            return
-        conn.drained, conn.linger_until = 0, time.monotonic() + LINGER_S
-        self.lingering.append(conn)
-
-    def _drain(self, conn, sock):
-        """Read what the client still sends; close once it closes or has sent too much."""
-        try:
-            data = sock.recv(4096)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        conn.drained += len(data)
-        if not data or conn.drained >= MAX_DRAIN:
-            self._close(conn)
-
-    def murder_keepalived(self, force=False):
-        """gthread's expiry of kept-alive connections; then of lingering ones past their 2 s, and of
-        requests past their deadline (a stop gives a request that has not begun 2 s more at most)."""
-        super().murder_keepalived(force)
-        now = time.monotonic()
-        while self.lingering:
-            conn = self.lingering[0]
-            if conn.linger_until is not None and conn.linger_until > now and not force:
-                break
-            self.lingering.popleft()
-            if conn.linger_until is not None:
-                self._close(conn)
-        if not self.alive and not self.heads_capped:
-            # Capped alike, the live entries stay in deadline order.
-            cap, self.heads_capped = now + STOP_KEEPALIVE_LINGER, True
-            live = [conn for deadline, conn in self.heads if conn.deadline == deadline]
-            for conn in live:
-                conn.deadline = min(conn.deadline, cap)
-            self.heads = deque((conn.deadline, conn) for conn in live)
-        for deadlines in (self.heads, self.bodies):
-            while deadlines and deadlines[0][0] <= now:
-                deadline, conn = deadlines.popleft()
-                if conn.deadline == deadline:
-                    self._time_out(conn)
-
-    def _time_out(self, conn):
-        """Close a connection past its deadline: 408 if its request had begun."""
-        if conn.request.data:
-            self.poller.unregister(conn.sock)
-            conn.deadline = None
-            self._refuse(conn, 408)
-        else:
-            self._close(conn)
