@@ -115,7 +115,7 @@ def parse(data, body_start: int, body_length: int, rules: Rules, trusted: bool) 
     if head.translate(None, VISIBLE) != b"\r\n" * (len(lines) - 1):  # a control byte, a bare CR or LF
         return None
     method, uri, minor = match.groups()
-    fields, seen, scheme, connection, length = {}, set(), rules.scheme, None, 0
+    fields, seen, scheme, scheme_set, connection, length = {}, set(), rules.scheme, False, None, 0
     names, max_field = rules.names, rules.max_field
     for line in lines[1:]:
         name, colon, value = line.partition(":")
@@ -130,7 +130,9 @@ def parse(data, body_start: int, body_length: int, rules: Rules, trusted: bool) 
             if upper in SINGLETONS:
                 seen.add(upper)
             if trusted and upper in rules.secure_scheme_headers:
-                seen.add(upper)
+                if scheme_set:  # gunicorn refuses schemes that disagree; let it judge any second one
+                    return None
+                scheme_set = True
                 scheme = "https" if value == rules.secure_scheme_headers[upper] else "http"
             if "_" in upper and not (trusted and (upper in rules.forwarders or "*" in rules.forwarders)):
                 if rules.map_underscored == "drop":
