@@ -12,6 +12,7 @@ from ..challenges import InvalidToken, SubjectUnknown
 from ..errors import ProviderBusy, ProviderUnavailable
 from ..metrics import provider_call
 from ..provider.discovery import Provider
+from ..provider.dropped import sent_again_if_dropped
 from ..provider.signatures import audiences_of
 from ..provider.userinfo import UserinfoIdentities
 from ..provider.vendors import ProviderProfile
@@ -123,7 +124,9 @@ class IntrospectedTokens:
             auth = self._credentials
         try:
             with provider_call("introspection"):
-                response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+                response = sent_again_if_dropped(
+                    lambda: self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+                )
             if response.status_code in BACK_OFF_STATUSES:
                 raise self._back_off(response.headers.get("Retry-After"))
             if response.status_code == 400 and _error_of(response) in TOKEN_ERRORS:
