@@ -211,8 +211,8 @@ def test_the_proof_bound_is_600_a_minute_unless_set():
 
 
 @pytest.fixture
-def introspecting():
-    issuer = IntrospectingIssuer()
+def introspecting(key):
+    issuer = IntrospectingIssuer(key)
     yield issuer
     issuer.stop()
 

@@ -24,8 +24,8 @@ from tests.helpers.stub_issuer import StubIssuer, b64url
 class IntrospectingIssuer(StubIssuer):
     """The stub issuer with an introspection endpoint answering `self.answer_for(token)`."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.introspection_endpoint = f"{self.issuer}/introspect"
         self.active = True
         self.exp_in = 300
@@ -63,8 +63,8 @@ class IntrospectingIssuer(StubIssuer):
 
 
 @pytest.fixture
-def stub():
-    issuer = IntrospectingIssuer()
+def stub(key):
+    issuer = IntrospectingIssuer(key)
     yield issuer
     issuer.stop()
 

@@ -33,8 +33,8 @@ CHALLENGE = f'Bearer realm="profile-poke", error="invalid_token", error_descript
 class UserinfoIssuer(IntrospectingIssuer):
     """The introspecting stub with a userinfo endpoint answering `self.userinfo` (status, body)."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.userinfo_endpoint: str | None = f"{self.issuer}/userinfo"
         self.userinfo = (200, {"sub": "user-sub-1", "preferred_username": "alice", "name": "Alice"})
         self.bearers: list[str] = []
@@ -52,8 +52,8 @@ class UserinfoIssuer(IntrospectingIssuer):
 
 
 @pytest.fixture
-def stub():
-    issuer = UserinfoIssuer()
+def stub(key):
+    issuer = UserinfoIssuer(key)
     yield issuer
     issuer.stop()
 
