@@ -336,6 +336,7 @@ def test_behind_a_proxy_htu_is_the_public_https_url(stub_issuer, redis):
         ("http://h:8080/x", "http://h:8080/x"),
         ("https://[::1]:8443/x", "https://[::1]:8443/x"),
         ("https://h", "https://h/"),
+        ("https://h/a:b@c!$&'()*+,;=~/%7E%3a%20", "https://h/a:b@c!$&'()*+,;=~/~:%20"),  # RFC 3986 pchar as is
         ("ftp://h/x", None),
         ("http:///no-host", None),
         ("/relative", None),
