@@ -39,6 +39,7 @@ SECTIONS = [
      "revocation within the cache TTL, introspection outage"),
     ("tests/integration/test_key_rotation.py", "Signing keys and opaque tokens", ""),
     ("tests/integration/test_introspection.py", "Signing keys and opaque tokens", ""),
+    ("tests/unit/provider/test_dropped_connections.py", "Signing keys and opaque tokens", ""),
     ("tests/unit/tokens/test_introspection.py", "Signing keys and opaque tokens", ""),
     ("tests/unit/provider/test_provider_refusals.py", "Refresh refusal vs outage",
      "400/401 with or without a body end the session; 5xx, timeout, refused connection keep it; logout state"),

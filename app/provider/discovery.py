@@ -9,6 +9,7 @@ import requests
 
 from ..errors import EndpointNotConfigured, ProviderUnavailable
 from ..metrics import provider_call
+from .dropped import sent_again_if_dropped
 from .metadata import SERVER_METADATA_MEMBERS, ServerMetadata
 from .signing_keys import SigningKeys
 
@@ -125,7 +126,7 @@ class Provider:
     def _get_json(self, url: str, endpoint: str) -> dict:
         try:
             with provider_call(endpoint):
-                response = self._http.get(url, timeout=self._timeout)
+                response = sent_again_if_dropped(lambda: self._http.get(url, timeout=self._timeout))
                 response.raise_for_status()
                 document = response.json()
         except (requests.RequestException, ValueError) as error:
@@ -140,7 +141,7 @@ class Provider:
         on a network failure, 429 or 5xx."""
         try:
             with provider_call(endpoint):
-                response = self._http.get(url, timeout=self._timeout)
+                response = sent_again_if_dropped(lambda: self._http.get(url, timeout=self._timeout))
                 if 400 <= response.status_code < 500 and response.status_code != 429:
                     return None
                 response.raise_for_status()

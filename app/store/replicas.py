@@ -1,14 +1,21 @@
 """Writes whose loss in a failover would hurt a user (a rotated refresh token, a new session, a poke's
 cooldown), confirmed on a replica before the service answers: `WAIT 1 <REDIS_WAIT_TIMEOUT_MS>` on the
-write's own connection, skipped where the key's master has no replica.
+write's own connection, skipped where the key's master has no replica connected.
 
 Redis replicates asynchronously, so a master that dies takes with it what it acknowledged and had not
 yet sent on. WAIT blocks the connection that wrote until a replica holds everything up to that write;
 it must follow the write on the same connection (on Redis Cluster, one to the key's master), so a
 batch goes as one pipeline on that connection.
+
+A master with no replica connected is not one without a replica: a replica that was cut off, or lags behind
+a broken link, is still the one Sentinel or the cluster promotes when that master dies, and what the master
+acknowledged meanwhile dies with it. So once a replica has been seen (behind Sentinel, from the start), a
+write to a master without one is answered at once (waiting would only add the timeout) but counted as
+unconfirmed, like one WAIT timed out on.
 """
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -16,8 +23,10 @@ from contextlib import contextmanager
 import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import AskError, ClusterError, NoScriptError
+from redis.sentinel import SentinelConnectionPool
 
 REPLICAS_TRUSTED_FOR = 5.0  # seconds a master's answer to ROLE is reused
+MISSING_REPLICA_TRUSTED_FOR = 1.0  # ...when it had no replica where one was seen: each such write is counted
 SINGLE = "single"  # the one master behind a non-cluster client (Sentinel's follows the current master)
 
 log = logging.getLogger(__name__)
@@ -32,8 +41,10 @@ class ConfirmedWrites:
         self._on_unconfirmed = on_unconfirmed
         self._cluster = isinstance(client, RedisCluster)
         self._replicas: dict[str, tuple[bool, float]] = {}  # master -> (has a replica, when ROLE said so)
+        # Some master had a replica (Sentinel's always: it has one to promote), so one without any is missing it.
+        self._replicated = isinstance(getattr(client, "connection_pool", None), SentinelConnectionPool)
         self._scripts: dict[str, str] = {}
-        self._warned = 0.0
+        self._warned = {True: 0.0, False: 0.0}  # waited (timed out) or not (no replica) -> when last warned
 
     def register_script(self, source: str):
         """A redis-py Script for `source`, which execute() loads again on a master lacking it (a promoted replica)."""
@@ -62,6 +73,8 @@ class ConfirmedWrites:
             confirming = self._timeout_ms and self._has_replica(master, client)
         if not confirming:
             results = self._run(self._redis, [*also, *commands])
+            if self._timeout_ms and self._replicated:
+                self._unconfirmed(write, master, waited=False)
             return results[len(also) :], results[: len(also)]
         # On a cluster the other keys live elsewhere: they go first, through the cluster client.
         also_results = self._run(self._redis, list(also)) if self._cluster and also else []
@@ -69,7 +82,7 @@ class ConfirmedWrites:
         with self._following(master):
             *results, confirmed = self._run(client, [*batch, ("WAIT", 1, self._timeout_ms)])
         if confirmed < 1:
-            self._unconfirmed(write, master)
+            self._unconfirmed(write, master, waited=True)
         if self._cluster:
             return results, also_results
         return results[len(also) :], results[: len(also)]
@@ -95,10 +108,10 @@ class ConfirmedWrites:
         return node.name, self._redis.get_redis_connection(node)
 
     def _has_replica(self, master: str, client) -> bool:
-        known = self._replicas.get(master)
+        has, asked = self._replicas.get(master, (False, -math.inf))
         now = time.monotonic()
-        if known and now - known[1] < REPLICAS_TRUSTED_FOR:
-            return known[0]
+        if now - asked < (MISSING_REPLICA_TRUSTED_FOR if self._replicated and not has else REPLICAS_TRUSTED_FOR):
+            return has
         try:
             role = client.execute_command("ROLE")
         except redis.ResponseError as refused:
@@ -106,17 +119,22 @@ class ConfirmedWrites:
             role = [b"master", 0, []]
         if role[0] not in (b"master", "master"):
             return True  # a master being demoted: the write fails, or WAIT says so
+        self._replicated = self._replicated or bool(role[2])
         self._replicas[master] = (bool(role[2]), now)
         return bool(role[2])
 
-    def _unconfirmed(self, write: str, master: str) -> None:
+    def _unconfirmed(self, write: str, master: str, *, waited: bool) -> None:
         # Answered all the same: the master holds the write, and refusing would not undo it (the provider
         # has rotated the refresh token, the cooldown runs); the metric tells the operator replicas lag.
-        self._replicas.pop(master, None)  # ask ROLE again: the replica may be gone
+        if waited:
+            self._replicas.pop(master, None)  # ask ROLE again: the replica may be gone
         self._on_unconfirmed(write)
-        if time.monotonic() - self._warned > REPLICAS_TRUSTED_FOR:
-            self._warned = time.monotonic()
-            log.warning("no replica confirmed a %s write within %d ms", write, self._timeout_ms)
+        if time.monotonic() - self._warned[waited] > REPLICAS_TRUSTED_FOR:
+            self._warned[waited] = time.monotonic()
+            if waited:
+                log.warning("no replica confirmed a %s write within %d ms", write, self._timeout_ms)
+            else:
+                log.warning("a %s write was not confirmed: its master has no replica connected", write)
 
     def _run(self, client, batch: list[tuple]) -> list:
         """`batch` in one pipeline on `client`; raises its first error, after loading any script a server lacked."""

@@ -4,7 +4,7 @@ import logging
 import math
 import time
 from dataclasses import replace
-from email.utils import parsedate_to_datetime
+from functools import partial
 
 import requests
 
@@ -12,6 +12,8 @@ from ..challenges import InvalidToken, SubjectUnknown
 from ..errors import ProviderBusy, ProviderUnavailable
 from ..metrics import provider_call
 from ..provider.discovery import Provider
+from ..provider.dropped import sent_again_if_dropped
+from ..provider.retry_after import backoff_seconds
 from ..provider.signatures import audiences_of
 from ..provider.userinfo import UserinfoIdentities
 from ..provider.vendors import ProviderProfile
@@ -26,9 +28,8 @@ TOKEN_ERRORS = {"unsupported_token_type", "invalid_token"}
 # Every refused token gets this one answer, so a prober learns nothing; the reason goes to the log.
 REFUSED = "the access token is not valid"
 # The provider asks us to slow down (RFC 6585, RFC 9110 15.6.4): no instance calls it until its
-# Retry-After has passed, by default BACKOFF seconds and never more than BACKOFF_MAX.
+# Retry-After has passed (app.provider.retry_after: 5 s without one, never more than 300 s).
 BACK_OFF_STATUSES = {429, 503}
-BACKOFF, BACKOFF_MAX = 5, 300
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class IntrospectedTokens:
     def _back_off(self, retry_after: str | None) -> ProviderBusy:
         """Stop every instance calling the provider for as long as its `Retry-After` asks."""
         now = time.time()
-        self._backoff_until = now + _seconds(retry_after, now)
+        self._backoff_until = now + backoff_seconds(retry_after, now)
         self._backoff.start(self._backoff_until, now=now)
         log.warning("identity provider asked to back off for %.0f s", self._backoff_until - now)
         return ProviderBusy(math.ceil(self._backoff_until - now))
@@ -123,7 +124,8 @@ class IntrospectedTokens:
             auth = self._credentials
         try:
             with provider_call("introspection"):
-                response = self._http.post(url, data=form, auth=auth, timeout=self._timeout)
+                post = partial(self._http.post, url, data=form, auth=auth, timeout=self._timeout)
+                response = sent_again_if_dropped(post)
             if response.status_code in BACK_OFF_STATUSES:
                 raise self._back_off(response.headers.get("Retry-After"))
             if response.status_code == 400 and _error_of(response) in TOKEN_ERRORS:
@@ -186,13 +188,3 @@ def _error_of(response) -> str | None:
     except ValueError:
         return None
     return body.get("error") if isinstance(body, dict) else None
-
-
-def _seconds(retry_after: str | None, now: float) -> float:
-    """What a Retry-After asks for (seconds, or an HTTP date), between 1 and BACKOFF_MAX; BACKOFF without one."""
-    value = (retry_after or "").strip()
-    try:
-        seconds = float(value) if value.isdigit() else parsedate_to_datetime(value).timestamp() - now
-    except (TypeError, ValueError, OverflowError):
-        seconds = BACKOFF
-    return min(max(seconds, 1.0), BACKOFF_MAX)

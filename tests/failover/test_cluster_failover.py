@@ -64,6 +64,11 @@ def a_master_with_its_replica(cluster, workdir) -> tuple[int, int]:
     raise AssertionError("no master has a replica, even with every node started again")
 
 
+def hand_over(replica: int) -> None:
+    """CLUSTER FAILOVER on the replica on port `replica`: its master hands it the slots once it has caught up."""
+    redis.Redis(port=replica).execute_command("CLUSTER FAILOVER")
+
+
 def test_confirming_a_write_on_the_replica_costs_a_fraction_of_a_millisecond(cluster_url):
     key, cluster = f"wait-cost:{secrets.token_hex(4)}", make_redis(cluster_url, socket_timeout=1)
     costs = wait_cost(cluster.get_redis_connection(cluster.get_node_from_key(key)), key)
@@ -95,7 +100,7 @@ def test_a_manual_failover_under_load_loses_nothing(world, cluster, workdir, rou
     figures, traffic = ride_through(
         "Cluster: CLUSTER FAILOVER on the replica",
         world,
-        event=lambda: redis.Redis(port=replica).execute_command("CLUSTER FAILOVER"),
+        event=lambda: hand_over(replica),
         done=lambda: is_master(replica),
     )
     write([figures], TITLE)

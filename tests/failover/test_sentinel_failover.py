@@ -8,6 +8,7 @@ shipped settings (REDIS_WAIT_TIMEOUT_MS 100)."""
 import os
 import secrets
 import signal
+import subprocess
 import time
 
 import pytest
@@ -20,7 +21,15 @@ from config import Config
 from dev.redis_ha import replica_ports, start_sentinel_set, wait_for
 from dev.services import free_port
 from tests.helpers.failover_figures import WAIT_TIMEOUT_MS, wait_cost, write, write_cost
-from tests.helpers.failover_run import ROUNDS, assert_rode_through, kill_behind_its_replica, ride_through, served_world
+from tests.helpers.failover_run import (
+    ROUNDS,
+    assert_rode_through,
+    cut_off,
+    kill_behind_its_replica,
+    reconnect,
+    ride_through,
+    served_world,
+)
 from tests.helpers.real_services import integration_env
 
 pytestmark = pytest.mark.integration
@@ -96,6 +105,38 @@ def test_a_poke_waits_for_the_replica_and_at_most_redis_wait_timeout_ms(world, s
     cooldown = Keys(world.live.env["REDIS_KEY_PREFIX"]).cooldown("alice", targets[1])
     on_replica = make_redis(f"redis://127.0.0.1:{replica}/0", socket_timeout=1)
     wait_for(lambda: on_replica.exists(cooldown), 5, "the replica catching up")
+
+
+def test_each_write_while_the_replica_is_cut_off_is_counted_unconfirmed(world, sentinels):
+    """A replica behind a broken link is still the one the sentinels promote: a master that no longer lists it
+    must not take that for "no replica" and answer writes as confirmed (which lost 13 pokes in a failover)."""
+    sentinels.revive_replica()
+    master, replica = sentinels.named_master(), sentinels.replica()
+    token = world.idp.user_token("alice")
+    cooldowns = Keys(world.live.env["REDIS_KEY_PREFIX"]).cooldown
+    targets = [next(world.targets["alice"]) for _ in range(6)]
+    on_master = make_redis(f"redis://127.0.0.1:{master}/0", socket_timeout=1)
+    on_replica = make_redis(f"redis://127.0.0.1:{replica}/0", socket_timeout=1)
+    before = world.unconfirmed()["poke"]
+    subprocess.run(["sh", "-c", cut_off(master, replica)], check=True, capture_output=True)
+    try:
+        wait_for(lambda: not replica_ports(master), 5, "the master seeing its replica gone")
+        for target in targets:
+            answer = requests.post(
+                f"{world.live.url}/api/v1/pokes",
+                json={"username": target},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            )
+            assert answer.status_code == 200, answer.text
+        # Each acknowledged cooldown is on the master alone, and each was counted: none passed as confirmed.
+        assert [on_master.exists(cooldowns("alice", t)) for t in targets] == [1] * len(targets)
+        assert [on_replica.exists(cooldowns("alice", t)) for t in targets] == [0] * len(targets)
+        assert world.unconfirmed()["poke"] - before == len(targets)
+    finally:
+        reconnect(replica)
+    wait_for(lambda: all(on_replica.exists(cooldowns("alice", t)) for t in targets), 10, "the replica catching up")
+    assert "a poke write was not confirmed: its master has no replica connected" in world.live.log_path.read_text()
 
 
 @pytest.mark.parametrize("round_", ROUNDS)

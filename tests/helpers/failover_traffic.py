@@ -34,10 +34,16 @@ class Answer:
     status: int | None  # None: no HTTP answer at all (reset, refused, timed out)
     retry_after: str | None = None
     code: str | None = None  # the error envelope's code, the error page's message, or the exception's name
+    route: str = ""  # "GET /api/v1/me/profile": what was asked, for telling failures apart
+    message: str | None = None  # the error envelope's message, or the first 80 characters of another body
 
     @property
     def ok(self) -> bool:
         return self.status is not None and self.status < 400
+
+    def told(self) -> str:
+        """The failure as a line: its load, route, status, code and message (never a token: the app returns none)."""
+        return f"{self.kind} {self.route} {self.status} {self.code}: {self.message}"
 
 
 @dataclass
@@ -79,17 +85,24 @@ class Traffic:
 
     def _record(self, kind: str, started: float, response: requests.Response | None, error=None) -> None:
         if response is None:
-            self.answers.append(Answer(kind, started, time.monotonic(), None, code=type(error).__name__))
+            route = f"{error.request.method} {urlsplit(error.request.url).path}" if error.request else ""
+            self.answers.append(Answer(kind, started, time.monotonic(), None, code=type(error).__name__, route=route))
             return
-        code = None
+        code = message = None
         if response.status_code >= 400 and response.headers.get("Content-Type", "").startswith("application/json"):
             body = response.json()
-            code = body["error"]["code"] if isinstance(body.get("error"), dict) else body.get("error")
+            if isinstance(body.get("error"), dict):
+                code, message = body["error"]["code"], body["error"].get("message")
+            else:
+                code = message = body.get("error")
         elif response.status_code >= 400 and "<h1>Sign-in problem</h1>" in response.text:
-            code = html.unescape(re.search(r'<p id="message">(.*?)</p>', response.text, re.S).group(1))
-        self.answers.append(
-            Answer(kind, started, time.monotonic(), response.status_code, response.headers.get("Retry-After"), code)
-        )
+            code = message = html.unescape(re.search(r'<p id="message">(.*?)</p>', response.text, re.S).group(1))
+        elif response.status_code >= 400:
+            message = response.text[:80]
+        route = f"{response.request.method} {urlsplit(response.request.url).path}"
+        retry_after = response.headers.get("Retry-After")
+        answer = Answer(kind, started, time.monotonic(), response.status_code, retry_after, code, route, message)
+        self.answers.append(answer)
 
     def _request(self, kind: str, send, *args, **kwargs) -> requests.Response | None:
         """`send(*args, **kwargs)` (a requests call), its answer or failure recorded under `kind`."""

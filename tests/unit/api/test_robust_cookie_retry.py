@@ -24,8 +24,8 @@ class RevokingIssuer(StubIssuer):
     """A stub issuer whose introspection endpoint calls the tokens in `revoked` inactive, lists every
     token it was asked about in `asked`, and runs `while_asked(token)` before it answers."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.revoked: set[str] = set()
         self.asked: list[str] = []
         self.while_asked = lambda token: None
@@ -45,8 +45,8 @@ class RevokingIssuer(StubIssuer):
 
 
 @pytest.fixture
-def provider():
-    issuer = RevokingIssuer()
+def provider(key):
+    issuer = RevokingIssuer(key)
     yield issuer
     issuer.stop()
 

@@ -52,23 +52,38 @@ def test_a_token_with_an_acceptable_and_recent_sign_in_passes(step_up_app, stub_
 
 
 @pytest.mark.parametrize(
-    ("claims", "message"),
+    ("claims", "message", "audited"),
     [
-        ({"acr": PWD}, f"a stronger sign-in is required (acr {OTP})"),
-        ({}, f"a stronger sign-in is required (acr {OTP})"),
-        ({"acr": OTP, "auth_time": 1}, "a more recent sign-in is required (at most 300 s ago)"),
+        ({"acr": PWD}, f"a stronger sign-in is required (acr {OTP})", {"reason": "acr", "acr": PWD}),
+        ({}, f"a stronger sign-in is required (acr {OTP})", {"reason": "acr"}),
+        (
+            {"acr": OTP, "auth_time": 1},
+            "a more recent sign-in is required (at most 300 s ago)",
+            {"reason": "max_age", "acr": OTP},
+        ),
         (
             {"acr": OTP, "auth_time": "recent"},
             "a recent sign-in is required and the time of this one (auth_time) is unknown",
+            {"reason": "no_auth_time", "acr": OTP},
         ),
-        ({"acr": [OTP], "auth_time": int(time.time())}, f"a stronger sign-in is required (acr {OTP})"),
+        (
+            {"acr": [OTP], "auth_time": int(time.time())},
+            f"a stronger sign-in is required (acr {OTP})",
+            {"reason": "acr"},
+        ),
     ],
 )
-def test_a_token_is_judged_by_its_own_claims(step_up_app, stub_issuer, claims, message):
+def test_a_token_is_judged_by_its_own_claims(step_up_app, stub_issuer, audit_lines, claims, message, audited):
     with pytest.raises(InsufficientUserAuthentication) as refused:
         step_up(step_up_app, **bearer(stub_issuer, **claims))
     assert refused.value.message == message
     assert refused.value.members() == {"acr_values": OTP, "max_age": 300}
+    [event] = audit_lines.events("stepup.refused")
+    assert {name: event[name] for name in event if name in {"reason", "user", "acr", "route"}} == {
+        "user": "alice",
+        "route": "/api/v1/pokes",
+        **audited,
+    }
 
 
 def test_a_disabled_account_is_refused_before_its_sign_in_is_judged(step_up_app, stub_issuer):
@@ -93,8 +108,9 @@ def test_a_cookie_call_is_judged_by_its_sessions_sign_in_not_its_tokens_claims(s
         step_up(step_up_app, Cookie=f"{SESSION_COOKIE}={SID}", **CSRF)
 
 
-def test_a_dpop_request_refused_for_step_up_names_the_parameters_for_the_dpop_challenge(step_up_app):
-    with step_up_app.test_request_context("/api/v1/pokes", headers={"Authorization": "DPoP x"}):
+@pytest.mark.parametrize("authorization", ["DPoP x", "  dpop x"])
+def test_a_dpop_request_refused_for_step_up_names_the_parameters_for_the_dpop_challenge(step_up_app, authorization):
+    with step_up_app.test_request_context("/api/v1/pokes", headers={"Authorization": authorization}):
         with pytest.raises(InsufficientUserAuthentication) as refused:
             services().guard.stepped_up(Caller("alice", None, PWD, int(time.time())))
         assert g.dpop_failure == (refused.value.code, refused.value.message, refused.value.parameters())

@@ -29,6 +29,7 @@ def test_an_acr_not_listed_is_refused_naming_the_acceptable_ones():
     refused = refusal(StepUpPolicy((OTP, "urn:other")), acr=PWD, auth_time=NOW)
     assert refused.message == f"a stronger sign-in is required (acr {OTP} or urn:other)"
     assert refused.members() == {"acr_values": f"{OTP} urn:other"}
+    assert refused.reason == "acr"  # what the stepup.refused audit event names
 
 
 def test_a_token_without_acr_is_refused_when_an_acr_is_required():
@@ -45,11 +46,13 @@ def test_a_sign_in_older_than_max_age_is_refused_and_one_exactly_max_age_old_pas
     refused = refusal(policy, acr=None, auth_time=NOW - 301)
     assert refused.message == "a more recent sign-in is required (at most 300 s ago)"
     assert refused.members() == {"max_age": 300}
+    assert refused.reason == "max_age"
 
 
 def test_an_unknown_auth_time_is_refused_when_max_age_is_set():
     refused = refusal(StepUpPolicy(max_age=300), acr=None, auth_time=None)
     assert refused.message == "a recent sign-in is required and the time of this one (auth_time) is unknown"
+    assert refused.reason == "no_auth_time"
 
 
 def test_the_challenge_names_acr_values_and_max_age_as_rfc_9470_says():

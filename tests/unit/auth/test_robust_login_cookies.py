@@ -18,8 +18,8 @@ from app.extensions import services
 from app.sessions.sealing import Sealer
 from tests.helpers.apps import app_with_alice
 from tests.helpers.clock import FakeClock
+from tests.helpers.login_cookies import login_cookie, login_cookie_name, opened_sign_in
 from tests.helpers.pages import error_page_message
-from tests.helpers.signin import login_cookie, login_cookie_name, opened_sign_in
 
 UNKNOWN = "this sign-in is unknown, already used or expired; please sign in again"
 REPLACED = (

@@ -174,12 +174,12 @@ def test_an_id_token_without_kid_is_accepted_when_the_jwks_has_one_key(app, op):
     assert client.get("/auth/session").json["authenticated"] is True
 
 
-def test_a_signing_key_rotation_is_picked_up_without_a_restart(op, keys, fake_redis):
+def test_a_signing_key_rotation_is_picked_up_without_a_restart(op, keys, fake_redis, clock):
     client = make_app(op, fake_redis, JWKS_REFETCH_INTERVAL="0.2").test_client()
     assert sign_in(client).status_code == 302
     assert op.fetches["jwks"] == 1
     op.key, op.published = keys.second, [keys.second]  # a new key with a new kid replaces the old one
-    time.sleep(0.25)
+    clock.advance(0.25)
     assert sign_in(client).status_code == 302
     assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200  # its access token, too
     assert op.fetches["jwks"] == 2

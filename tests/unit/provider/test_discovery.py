@@ -2,7 +2,6 @@
 long, what is fetched again, and which published keys may verify a signature."""
 
 import socket
-import time
 
 import pytest
 from joserfc.jwk import RSAKey
@@ -37,20 +36,20 @@ def test_discovery_is_fetched_once_while_it_is_fresh(stub):
     assert stub.fetches["discovery"] == 1
 
 
-def test_discovery_is_fetched_again_once_it_is_stale(stub):
+def test_discovery_is_fetched_again_once_it_is_stale(stub, clock):
     provider = provider_of(stub.issuer, discovery_ttl=0.1)
     provider.metadata()
-    time.sleep(0.15)
+    clock.advance(0.15)
     provider.metadata()
     assert stub.fetches["discovery"] == 2
 
 
-def test_a_stale_discovery_document_serves_while_the_provider_is_down(key):
+def test_a_stale_discovery_document_serves_while_the_provider_is_down(key, clock):
     stub = StubIssuer(key)
     provider = provider_of(stub.issuer, discovery_ttl=0.05)
     document = provider.metadata()
     stub.stop()
-    time.sleep(0.1)
+    clock.advance(0.1)
     assert provider.metadata() == document
 
 

@@ -41,12 +41,12 @@ class VendorApi:
 
 
 @pytest.fixture
-def vendor_api():
+def vendor_api(key):
     """Builds a VendorApi from environment overrides; `trailing_slash` makes the issuer end in `/`."""
     stubs = []
 
     def build(*, trailing_slash: bool = False, **env) -> VendorApi:
-        stub = StubIssuer()
+        stub = StubIssuer(key)
         stubs.append(stub)
         if trailing_slash:
             stub.issuer += "/"

@@ -17,7 +17,18 @@ from tests.helpers.log_capture import LineCapture
 from tests.helpers.refusals import refusal_reasons
 from tests.helpers.settings import app_env
 
-from .test_dpop import KEY, OTHER_KEY, bound_token, call, es256_header, proof, proof_claims, raw_proof, refused_proof
+from .test_dpop import (
+    KEY,
+    OTHER_KEY,
+    bound_token,
+    call,
+    counts,
+    es256_header,
+    proof,
+    proof_claims,
+    raw_proof,
+    refused_proof,
+)
 from .test_introspection import IntrospectingIssuer
 
 PROFILE = "/api/v1/me/profile"
@@ -133,7 +144,8 @@ def test_forwarded_hosts_are_ignored_unless_the_operator_says_a_proxy_sets_them(
 def test_a_proof_member_that_is_not_ascii_is_refused_as_malformed(stub_issuer, redis, changes, header, message):
     app = app_for(stub_issuer, redis, PUBLIC_ORIGINS="http://localhost")
     token = bound_token(stub_issuer)
-    response = call(app, token, [raw_proof(es256_header(**header), proof_claims(token, **changes))])
+    with counts("malformed"):
+        response = call(app, token, [raw_proof(es256_header(**header), proof_claims(token, **changes))])
     assert _refusal(response) == refused_proof(message)
 
 
@@ -211,8 +223,8 @@ def test_the_proof_bound_is_600_a_minute_unless_set():
 
 
 @pytest.fixture
-def introspecting():
-    issuer = IntrospectingIssuer()
+def introspecting(key):
+    issuer = IntrospectingIssuer(key)
     yield issuer
     issuer.stop()
 

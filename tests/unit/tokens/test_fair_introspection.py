@@ -29,8 +29,8 @@ FROM_NETWORK = "too many unknown access tokens from this network; try again late
 class ThrottlingIssuer(IntrospectingIssuer):
     """The introspecting stub, answering `throttle` (status and headers) instead while it is set."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.throttle: tuple[int, dict] | None = None
 
     def answer(self, method, path, params, headers):
@@ -41,8 +41,8 @@ class ThrottlingIssuer(IntrospectingIssuer):
 
 
 @pytest.fixture
-def stub():
-    issuer = ThrottlingIssuer()
+def stub(key):
+    issuer = ThrottlingIssuer(key)
     yield issuer
     issuer.stop()
 

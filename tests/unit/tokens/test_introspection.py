@@ -24,11 +24,10 @@ from tests.helpers.stub_issuer import StubIssuer, b64url
 class IntrospectingIssuer(StubIssuer):
     """The stub issuer with an introspection endpoint answering `self.answer_for(token)`."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.introspection_endpoint = f"{self.issuer}/introspect"
         self.active = True
-        self.exp_in = 300
         self.changes: dict = {}  # fields to change in an active answer (None leaves one out)
         self.failure: tuple[int, dict] | None = None  # status and body to answer with instead
         self.forms: list[dict] = []
@@ -54,7 +53,7 @@ class IntrospectingIssuer(StubIssuer):
                 "sub": "user-sub-1",
                 "client_id": "profile-poke-web",
                 "scope": "svc:profile.private",
-                "exp": int(time.time()) + self.exp_in,
+                "exp": int(time.time()) + 300,
                 "token_type": "Bearer",
             }
             claims = {**(self.active_answer or claims), **self.changes}
@@ -63,8 +62,8 @@ class IntrospectingIssuer(StubIssuer):
 
 
 @pytest.fixture
-def stub():
-    issuer = IntrospectingIssuer()
+def stub(key):
+    issuer = IntrospectingIssuer(key)
     yield issuer
     issuer.stop()
 
@@ -100,12 +99,14 @@ def test_answers_are_cached_no_longer_than_the_ttl(stub, monkeypatch, reasons):
     assert reasons() == ["the access token is not active"]
 
 
-def test_answers_are_cached_no_longer_than_the_token_lives(stub):
-    stub.exp_in = 1
+def test_answers_are_cached_no_longer_than_the_token_lives(stub, monkeypatch):
+    # The cache's clock is the test's: the token's last second ends when the test says, not after a wait.
+    monkeypatch.setattr(introspection, "time", clock := FakeClock())
+    stub.changes = {"exp": int(clock.time()) + 1}
     client = client_for(stub, INTROSPECTION_CACHE_TTL="60")
     assert read(client).status_code == 200
-    stub.exp_in = 300
-    time.sleep(1.1)
+    stub.changes = {}
+    clock.advance(1)
     assert read(client).status_code == 200
     assert stub.fetches["introspection"] == 2
 

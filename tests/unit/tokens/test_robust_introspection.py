@@ -5,12 +5,15 @@ client and in total, and the subject asked at userinfo when an answer names none
 
 import base64
 import hashlib
+import json
 import socket
 import time
 
 import fakeredis
 import pytest
+from prometheus_client import REGISTRY
 
+from app import metrics
 from app.challenges import SubjectUnknown
 from app.errors import TooManyTokenChecks
 from app.extensions import services
@@ -21,7 +24,7 @@ from app.tokens import introspection
 from app.tokens.introspection import REFUSED
 from config import Config, ConfigError
 from tests.helpers.apps import introspecting_app
-from tests.helpers.clock import FakeClock
+from tests.helpers.clock import FakeClock, finishes_within
 from tests.helpers.refusals import refusal_reasons
 from tests.helpers.settings import app_env
 
@@ -34,11 +37,12 @@ CHALLENGE = f'Bearer realm="profile-poke", error="invalid_token", error_descript
 class UserinfoIssuer(IntrospectingIssuer):
     """The introspecting stub with a userinfo endpoint answering `self.userinfo` (status, body)."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, key):
+        super().__init__(key)
         self.userinfo_endpoint: str | None = f"{self.issuer}/userinfo"
         self.userinfo = (200, {"sub": "user-sub-1", "preferred_username": "alice", "name": "Alice"})
         self.bearers: list[str] = []
+        self.accepts: list[str] = []
 
     def discovery(self) -> dict:
         endpoint = {"userinfo_endpoint": self.userinfo_endpoint} if self.userinfo_endpoint else {}
@@ -48,13 +52,14 @@ class UserinfoIssuer(IntrospectingIssuer):
         if method == "GET" and path.endswith("/userinfo"):
             self.fetches["userinfo"] += 1
             self.bearers.append(headers.get("Authorization"))
+            self.accepts.append(headers.get("Accept"))
             return self.userinfo[0], {}, self.userinfo[1]
         return super().answer(method, path, params, headers)
 
 
 @pytest.fixture
-def stub():
-    issuer = UserinfoIssuer()
+def stub(key):
+    issuer = UserinfoIssuer(key)
     yield issuer
     issuer.stop()
 
@@ -349,9 +354,10 @@ def test_a_token_neither_introspection_nor_userinfo_names_is_401_saying_so(stub,
     assert stub.fetches["introspection"] == 1  # remembered like any refusal
 
 
-def test_a_userinfo_failing_with_a_5xx_is_503_and_never_remembered(stub):
+@pytest.mark.parametrize("status", [500, 502])
+def test_a_userinfo_failing_with_a_5xx_is_503_and_never_remembered(stub, status):
     stub.changes = {"sub": None}
-    stub.userinfo = (502, {})
+    stub.userinfo = (status, {})
     client = client_for(stub)
     response = read(client)
     assert (response.status_code, response.json["error"]["code"]) == (503, "unavailable")
@@ -360,10 +366,49 @@ def test_a_userinfo_failing_with_a_5xx_is_503_and_never_remembered(stub):
     assert calls(stub) == (2, 2)
 
 
-def test_an_unreachable_userinfo_is_503(stub):
+def logged(lines) -> list[str]:
+    return [json.loads(line)["message"] for line in lines.lines]
+
+
+def test_an_unreachable_userinfo_is_503_and_the_log_names_it(stub, audit_lines):
     stub.changes = {"sub": None}
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         stub.userinfo_endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}/userinfo"
     response = read(client_for(stub, IDP_TIMEOUT="0.5"))
     assert (response.status_code, response.json["error"]["code"]) == (503, "unavailable")
+    assert logged(audit_lines) == ["identity provider unavailable: userinfo endpoint: ConnectionError"]
+
+
+def test_a_userinfo_that_never_answers_is_503_after_the_timeout(stub, audit_lines):
+    stub.changes = {"sub": None}
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        stub.userinfo_endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}/userinfo"
+        client = client_for(stub, IDP_TIMEOUT="0.3")
+        # Bounded here: a call without the timeout would hang until mutmut's own limit.
+        response = finishes_within(5, lambda: read(client))
+    assert (response.status_code, response.json["error"]["code"]) == (503, "unavailable")
+    assert logged(audit_lines) == ["identity provider unavailable: userinfo endpoint: ReadTimeout"]
+
+
+def test_userinfo_is_asked_for_json_and_counted_as_a_userinfo_call(stub, monkeypatch):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+
+    def calls_counted() -> float:
+        return REGISTRY.get_sample_value("pp_idp_requests_total", {"endpoint": "userinfo", "outcome": "ok"}) or 0.0
+
+    before = calls_counted()
+    stub.changes = {"sub": None}
+    assert read(client_for(stub)).status_code == 200
+    assert stub.accepts == ["application/json"]
+    assert calls_counted() - before == 1
+
+
+def test_a_username_claim_that_is_not_a_string_names_no_one(stub):
+    stub.changes = {"sub": None, "preferred_username": "alice"}
+    stub.userinfo = (200, {"sub": "user-sub-1", "preferred_username": 42})  # not a name that could differ
+    response = read(client_for(stub))
+    assert response.status_code == 200, response.json
+    assert response.json["data"]["handle"] == "@alice"  # found by its subject link, not by a name
