@@ -92,6 +92,13 @@ SECTIONS = [
      "normal client (one worker, shipped config); clients trickling headers or a body cut off at their deadline; "
      "100-continue, pipelining, chunked and oversized bodies"),
     ("tests/unit/test_request_buffer.py", "Slow clients", ""),
+    ("tests/integration/test_server_smuggling.py", "Request smuggling and the server's own parse",
+     "a request hidden in a body, two lengths, a signed length, length plus chunked, a blank before the colon, "
+     "a folded or unknown coding, a bare LF, disagreeing schemes (raw sockets, shipped config); ~6,700 crafted "
+     "heads fed to the lean parse and to gunicorn's parser, which must read alike whenever the lean parse takes one"),
+    ("tests/unit/test_lean_request", "Request smuggling and the server's own parse", ""),
+    ("tests/unit/test_lean_environ.py", "Request smuggling and the server's own parse", ""),
+    ("tests/unit/test_answer.py", "Request smuggling and the server's own parse", ""),
     ("tests/integration/test_server_stop.py", "A worker that stops",
      "TERM to the worker and INT to the process group while every thread waits on a provider that does not "
      "answer and clients stall mid-headers and mid-body: gone within graceful_timeout"),
