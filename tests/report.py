@@ -99,6 +99,7 @@ SECTIONS = [
     ("tests/unit/test_lean_request", "Request smuggling and the server's own parse", ""),
     ("tests/unit/test_lean_environ.py", "Request smuggling and the server's own parse", ""),
     ("tests/unit/test_answer.py", "Request smuggling and the server's own parse", ""),
+    ("tests/unit/test_lean_serving.py", "Request smuggling and the server's own parse", ""),
     ("tests/integration/test_server_stop.py", "A worker that stops",
      "TERM to the worker and INT to the process group while every thread waits on a provider that does not "
      "answer and clients stall mid-headers and mid-body: gone within graceful_timeout"),
