@@ -161,6 +161,10 @@ FIELDS = {
     "colons": [b"X:Y:Z"],
     "a longest line": [b"X: " + b"a" * 8185],
     "a line too long": [b"X: " + b"a" * 8186],
+    "a CR before the CRLF": [b"X: a\r"],
+    "a line of blanks": [b"X: a", b" \t "],
+    "a mixed-case length": [b"content-LENGTH: 0"],
+    "a coding with a trailing blank": [b"Transfer-Encoding: chunked "],
     "a hundred fields": [b"X-%d: 1" % n for n in range(100)],
     "a hundred and one": [b"X-%d: 1" % n for n in range(101)],
 }
@@ -249,7 +253,7 @@ def test_random_mixtures_of_crafted_lines_are_read_as_gunicorn_reads_them(seed, 
         rng.shuffle(lines)
         data = request(rng.choice(REQUEST_LINES[:8]), lines, rng.choice(framings))
         seen[judged(rng.choice(settings), data, rng.choice((LOCAL, OUTSIDE)))] += 1
-    assert seen["taken"] > 30 and seen["declined"] > 100, seen
+    assert seen["taken"] > 20 and seen["declined"] > 100, seen
 
 
 @pytest.mark.parametrize("path", [b"/app/x", b"/app", b"/apple", b"/x"])
