@@ -5,7 +5,6 @@ Used by tests/integration/test_provider_hang.py (shipped gunicorn config) and, t
 configs, `python -m bench.studies.hang [gunicorn options...]`, which starts everything itself.
 """
 
-import secrets
 import statistics
 import sys
 import threading
@@ -14,18 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
+from bench.studies.stack import served
 from dev import oidc_driver
-from dev.services import (
-    ROOT,
-    Process,
-    free_port,
-    gunicorn_argv,
-    idp_issuer,
-    local_app_env,
-    start_idp,
-    start_redis,
-    supervised,
-)
 
 SESSIONS = 8
 DELAY_MS = 5000
@@ -111,38 +100,10 @@ def prepare(app_url: str, idp: dict) -> tuple[list, str]:
 
 def main(gunicorn_options: list[str]) -> None:
     """Start Redis, the provider and the app under `gunicorn_options`, run the check, print it."""
-    state = ROOT / ".dev" / "hang"
-    with supervised() as started:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        started.append(start_redis(redis_port, workdir=state / "redis"))
-        base = f"http://127.0.0.1:{app_port}"
-        started.append(
-            start_idp(
-                idp_port,
-                log_path=state / "idp.log",
-                env={
-                    "IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24),
-                    "IDP_REDIRECT_URIS": f"{base}/auth/callback",
-                    "IDP_POST_LOGOUT_REDIRECT_URIS": f"{base}/",
-                },
-            )
-        )
-        env = local_app_env(
-            idp_issuer(idp_port),
-            base,
-            f"redis://127.0.0.1:{redis_port}/0",
-            OIDC_CLIENT_ID=SHORT_CLIENT,
-            LOGIN_CLIENT_IDS=f"{SHORT_CLIENT},profile-poke-web",
-            LOG_LEVEL="WARNING",
-        )
-        import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
-        Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
-        argv = gunicorn_argv(app_port, gunicorn_options)
-        app = Process("app", argv, log_path=state / "app.log", env=env)
-        started.append(app)
-        app.wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok)
-        sessions, bearer = prepare(base, {"issuer": env["OIDC_ISSUER_URL"]})
-        result = bearer_calls_while_refreshes_hang(base, f"http://127.0.0.1:{idp_port}", sessions, bearer)
+    settings = {"OIDC_CLIENT_ID": SHORT_CLIENT, "LOGIN_CLIENT_IDS": f"{SHORT_CLIENT},profile-poke-web"}
+    with served("hang", gunicorn_options, **settings) as service:
+        sessions, bearer = prepare(service.base, {"issuer": service.env["OIDC_ISSUER_URL"]})
+        result = bearer_calls_while_refreshes_hang(service.base, service.idp_url, sessions, bearer)
         print(" ".join(gunicorn_options) or "(shipped default)", result)
 
 

@@ -9,7 +9,6 @@ Used by tests/integration/test_server_keepalive.py (shipped gunicorn config) and
 
 import os
 import re
-import secrets
 import signal
 import socket
 import sys
@@ -17,20 +16,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
-import requests
-
+from bench.studies.stack import served
 from dev import oidc_driver
-from dev.services import (
-    ROOT,
-    Process,
-    free_port,
-    gunicorn_argv,
-    idp_issuer,
-    local_app_env,
-    start_idp,
-    start_redis,
-    supervised,
-)
+from dev.services import Process
 
 IDLE = 200
 FRESH = 64
@@ -159,22 +147,11 @@ def requests_beside_idle_connections(base_url: str, bearer: str) -> dict:
 
 def main(gunicorn_options: list[str]) -> None:
     """Start Redis, the provider and the app under `gunicorn_options`, run the check, print it."""
-    state = ROOT / ".dev" / "keepalive"
-    with supervised() as started:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        started.append(start_redis(redis_port, workdir=state / "redis"))
-        base = f"http://127.0.0.1:{app_port}"
-        idp_env = {"IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}/auth/callback"}
-        started.append(start_idp(idp_port, log_path=state / "idp.log", env=idp_env))
-        env = local_app_env(idp_issuer(idp_port), base, f"redis://127.0.0.1:{redis_port}/0", LOG_LEVEL="WARNING")
-        import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
-        Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
-        app = Process("app", gunicorn_argv(app_port, gunicorn_options), log_path=state / "app.log", env=env)
-        started.append(app)
-        app.wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok)
+    with served("keepalive", gunicorn_options) as service:
+        env = service.env
         issuer, client, redirect = env["OIDC_ISSUER_URL"], env["OIDC_CLIENT_ID"], env["OIDC_REDIRECT_URI"]
         bearer = oidc_driver.user_tokens(issuer, client, redirect, "alice", "demo")["access_token"]
-        print(" ".join(gunicorn_options) or "(shipped default)", requests_beside_idle_connections(base, bearer))
+        print(" ".join(gunicorn_options) or "(shipped default)", requests_beside_idle_connections(service.base, bearer))
 
 
 if __name__ == "__main__":

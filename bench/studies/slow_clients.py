@@ -6,26 +6,13 @@ Used by tests/integration/test_server_slow_clients.py (shipped gunicorn config, 
 compare, `python -m bench.studies.slow_clients [gunicorn options...]`, which starts everything itself.
 """
 
-import secrets
 import socket
 import sys
 import time
 from urllib.parse import urlsplit
 
-import requests
-
 from bench.studies.keepalive import Connection, attempt, fresh_get, outcome
-from dev.services import (
-    ROOT,
-    Process,
-    free_port,
-    gunicorn_argv,
-    idp_issuer,
-    local_app_env,
-    start_idp,
-    start_redis,
-    supervised,
-)
+from bench.studies.stack import served
 
 SILENT, HEADS, BODIES = 24, 8, 8
 UNFINISHED_HEAD = (
@@ -114,21 +101,9 @@ def trickle(base_url: str, data: bytes, interval: float, *, first: bytes = b"") 
 
 def main(gunicorn_options: list[str]) -> None:
     """Start Redis, the provider and the app under `gunicorn_options`, run each kind, print them."""
-    state = ROOT / ".dev" / "slow-clients"
-    with supervised() as started:
-        redis_port, idp_port, app_port = free_port(), free_port(), free_port()
-        started.append(start_redis(redis_port, workdir=state / "redis"))
-        base = f"http://127.0.0.1:{app_port}"
-        idp_env = {"IDP_API_CLIENT_SECRET": secrets.token_urlsafe(24), "IDP_REDIRECT_URIS": f"{base}/auth/callback"}
-        started.append(start_idp(idp_port, log_path=state / "idp.log", env=idp_env))
-        env = local_app_env(idp_issuer(idp_port), base, f"redis://127.0.0.1:{redis_port}/0", LOG_LEVEL="WARNING")
-        import_users = [sys.executable, "-m", "flask", "--app", "wsgi", "users", "import", "dev/demo-users.json"]
-        Process("import", import_users, log_path=state / "import.log", env=env).popen.wait()
-        app = Process("app", gunicorn_argv(app_port, gunicorn_options), log_path=state / "app.log", env=env)
-        started.append(app)
-        app.wait_until(lambda: requests.get(f"{base}/healthz", timeout=1).ok)
+    with served("slow-clients", gunicorn_options) as service:
         for kind, counts in KINDS.items():
-            print(kind, requests_beside_slow_clients(base, *counts, seconds=3), flush=True)
+            print(kind, requests_beside_slow_clients(service.base, *counts, seconds=3), flush=True)
 
 
 if __name__ == "__main__":
