@@ -141,6 +141,7 @@ FIELDS = {
     "https then http": [b"X-Forwarded-Proto: https", b"x-forwarded-proto: http"],
     "an underscored scheme": [b"X_Forwarded_Proto: https"],
     "the other scheme headers": [b"X-Forwarded-Ssl: on", b"X-Forwarded-Protocol: ssl"],
+    "scheme headers that disagree": [b"X-Forwarded-Proto: https", b"X-Forwarded-Ssl: off"],
     "Forwarded": [b"Forwarded: for=1.2.3.4;proto=https"],
     "SCRIPT_NAME": [b"SCRIPT_NAME: /app", b"PATH_INFO: /metrics"],
     "Script-Name": [b"Script-Name: /app"],
