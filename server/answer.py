@@ -20,6 +20,9 @@ from gunicorn.util import hop_headers, http_date
 # it holds LINES_KEPT (a request id or a length differs every time, the app's other headers do not).
 _lines = {}
 LINES_KEPT = 512
+# Lines whose value is one answer's own: a session cookie or a redirect carrying a sign-in's state is
+# never kept in memory past its answer (and would only churn the cache).
+NOT_KEPT = frozenset(("set-cookie", "location"))
 _date = (0, "")
 
 
@@ -128,7 +131,7 @@ def plain_block(headers) -> tuple[str, int | None] | None:
                 length = int(stripped)
             elif lowered in hop_headers:
                 return None
-            else:
+            elif lowered not in NOT_KEPT:
                 if len(known) >= LINES_KEPT:
                     known.clear()
                 known[(name, value)] = line

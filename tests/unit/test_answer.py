@@ -159,3 +159,16 @@ def test_early_hints_go_before_the_answer_and_never_after_it(kind):
         wires.append(wire.bytes())
     assert wires[0] == wires[1]
     assert wires[0].startswith(b"HTTP/1.1 103 Early Hints\r\nLink: </app.css>") == (kind == "GET 1.1")
+
+
+def test_a_cookie_or_a_redirect_is_sent_but_never_kept_past_its_answer():
+    from server import answer
+
+    cookie = ("Set-Cookie", "session=secret-value; HttpOnly; Secure")
+    redirect = ("Location", "https://idp.example/authorize?state=s3cret&nonce=n")
+    block, _ = answer.plain_block([*JSON, cookie, redirect])
+    assert "Set-Cookie: session=secret-value; HttpOnly; Secure\r\n" in block
+    assert "Location: https://idp.example/authorize?state=s3cret&nonce=n\r\n" in block
+    kept = " ".join(answer._lines.values())
+    assert "secret-value" not in kept and "s3cret" not in kept
+    assert "X-Request-ID: 4ac2be31\r\n" in kept  # the others are kept
