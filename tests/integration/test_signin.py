@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from dev import oidc_driver
+from tests.helpers.login_cookies import login_cookie_name
 from tests.helpers.pages import error_page_message
 from tests.helpers.real_services import PASSWORD
 from tests.helpers.settings import CSRF, SESSION_COOKIE, session_cookie_name
@@ -18,7 +19,6 @@ from tests.helpers.signin import (
     callback_path,
     cookie_value,
     login_cookie,
-    login_cookie_name,
     opened_sign_in,
     signed_in_client,
     start_login,
