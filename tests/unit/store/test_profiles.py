@@ -1,10 +1,11 @@
-"""Profiles on fakeredis: which names are usernames, the public read, and disabling an account."""
+"""Profiles on fakeredis: which names are usernames, the public read, disabling an account, and a subject
+linked elsewhere while it signed in."""
 
 import pytest
 
 from app.store.keys import Keys
 from app.store.profile_record import Profile, normalize_username
-from app.store.profiles import Profiles
+from app.store.profiles import Profiles, SubjectClash
 
 KEYS = Keys("t:")
 
@@ -66,3 +67,13 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
     assert Profiles(fake_redis, KEYS).find_or_link_username("sub-carol", "Carol", "Carol C") == "carol"
     assert Profiles(fake_redis, KEYS).linked_username("sub-carol") == "carol"
+
+
+def test_a_subject_linked_to_another_profile_while_it_signed_in_is_told_to_sign_in_again(profiles, fake_redis):
+    fake_redis.set(KEYS.subject("sub-carol"), "caroline")  # another process linked it after this one looked
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-carol", "Carol", "Carol C")
+    assert clash.value.message == "this account was linked to another profile while it signed in; sign in again"
+    assert clash.value.linked_to == "caroline"
+    assert fake_redis.exists(KEYS.user("carol")) == 0  # the profile it made for the sign-in is undone
+    assert fake_redis.get(KEYS.subject("sub-carol")) == b"caroline"
