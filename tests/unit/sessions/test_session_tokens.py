@@ -154,6 +154,19 @@ def test_a_waiter_gives_up_with_503_when_the_refresh_outlasts_its_wait(tokens, t
     assert login_client.refreshed_with == []
 
 
+def test_a_waiter_with_no_time_to_wait_gives_up_with_503_at_once(token_sets, login_client, clock):
+    tokens = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=0.05, refresh_wait=0,
+    )  # fmt: skip
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    with pytest.raises(Unavailable) as refused:
+        tokens.credential_for_cookie(SID)
+    assert refused.value.message == "the session's tokens are being refreshed; try again"
+    assert clock.slept == []  # at its deadline (now) it gives up: no step more
+
+
 def test_a_waiter_waits_twice_the_provider_timeout_and_a_second_by_default(token_sets, login_client, clock):
     # Without refresh_wait, a waiter outlasts a refresh call of up to two provider timeouts (connect and
     # read) and a second more. Only the clock tells this apart from another default, so it is the
