@@ -11,6 +11,7 @@ from app.errors import ProviderUnavailable, Unavailable
 from app.sessions import credentials, lifetime, records, refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref
+from app.sessions.records import REFRESH_MARGIN
 from app.sessions.refresh import WAIT_STEP
 from app.sessions.sealing import Sealer
 from app.store.keys import Keys
@@ -104,6 +105,13 @@ def test_a_token_far_from_expiry_is_used_as_it_is(tokens, token_sets, login_clie
     assert tokens.credential_for_cookie(SID).access_token == "at-0"
     assert login_client.refreshed_with == []
     assert stored(token_sets)["v"] == 1
+
+
+def test_a_token_with_exactly_the_refresh_margin_left_is_not_refreshed_yet(tokens, token_sets, login_client, clock):
+    sign_in(tokens, expires_in=REFRESH_MARGIN)
+    assert stored(token_sets)["expires_at"] - clock.time() == REFRESH_MARGIN  # the clock stands still
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert login_client.refreshed_with == []
 
 
 def test_a_token_near_expiry_is_refreshed_and_stored_as_the_next_version(tokens, token_sets, login_client):
@@ -448,8 +456,9 @@ def test_a_token_with_more_than_a_second_left_is_used_while_another_request_refr
     assert clock.slept == []
 
 
-def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens, token_sets, clock):
-    expiring_in(tokens, token_sets, clock, 0.5)
+@pytest.mark.parametrize("seconds", [0.5, 1])  # 1: the clock stands still, so exactly one second is left
+def test_a_token_with_a_second_or_less_left_waits_for_the_other_refresh(tokens, token_sets, clock, seconds):
+    expiring_in(tokens, token_sets, clock, seconds)
     with pytest.raises(Unavailable):  # the other refresh never stores anything: the wait runs out
         tokens.credential_for_cookie(SID)
     assert sum(clock.slept) >= 0.3
