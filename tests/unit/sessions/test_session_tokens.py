@@ -4,16 +4,19 @@ fake provider-facing login client: one refresher, waiters, races lost and won, e
 import threading
 import time
 
+import fakeredis
 import pytest
+import redis
 
 from app.challenges import SESSION_ENDED, Unauthorized
 from app.errors import ProviderUnavailable, Unavailable
 from app.sessions import credentials, lifetime, records, refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref
-from app.sessions.records import REFRESH_MARGIN
+from app.sessions.records import REFRESH_MARGIN, sign_in_proof
 from app.sessions.refresh import WAIT_STEP
 from app.sessions.sealing import Sealer
+from app.store import rotations
 from app.store.keys import Keys
 from app.store.profile_record import Profile
 from app.store.session_index import SessionIndex
@@ -466,6 +469,55 @@ def test_a_token_with_a_second_or_less_left_waits_for_the_other_refresh(tokens, 
 
 def index_of(token_sets) -> SessionIndex:
     return SessionIndex(token_sets._redis, KEYS)
+
+
+def test_a_session_keeps_how_its_user_authenticated(tokens):
+    response = {"access_token": "at-0", "refresh_token": "rt-0", "expires_in": 300, "scope": "openid"}
+    proof = {"acr": "urn:dev:loa:2", "amr": ["pwd", "otp"], "auth_time": 1_790_000_000}
+    tokens.start(SID, username="alice", sub="sub-alice", response=response, **proof)
+    assert sign_in_proof(tokens.inspect(SID)[0]) == proof
+
+
+def test_a_session_started_without_a_browser_or_a_granted_scope_has_an_unknown_browser_and_no_scope(
+    tokens, token_sets
+):
+    tokens.start(SID, username="alice", sub="sub-alice", response={"access_token": "at-0", "expires_in": 300})
+    record = tokens.inspect(SID)[0]
+    assert (record["user_agent"], record["scope"]) == ("unknown browser", "")
+    [entry] = index_of(token_sets).of_subject("sub-alice").values()
+    assert entry["user_agent"] == "unknown browser"
+
+
+def test_ending_a_session_left_to_expire_audits_its_idle_end(tokens, fake_redis, audit_lines, clock):
+    sign_in(tokens, expires_in=300)
+    fake_redis.delete(KEYS.token_set(REF))  # what its idle timeout does; the note of how it ends outlives it
+    assert tokens.end(SID) is None
+    assert [(event["event"], event["reason"]) for event in audit_lines.events()] == [("session.ended", "idle")]
+
+
+def test_ending_a_live_session_audits_no_end_of_its_own(tokens, audit_lines, clock):
+    sign_in(tokens, expires_in=300)
+    assert tokens.end(SID)["access_token"] == "at-0"
+    assert audit_lines.events() == []  # the sign-out or removal that ended it audits itself
+
+
+def test_tokens_a_refresh_could_not_store_in_a_failover_are_stored_once_redis_answers(login_client, monkeypatch):
+    monkeypatch.setattr(rotations, "RETRY_EVERY", 0.05)
+    server = fakeredis.FakeServer()
+    token_sets = TokenSets(fakeredis.FakeRedis(server=server), KEYS)
+    tokens = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=0.05,
+    )  # fmt: skip
+    sign_in(tokens, expires_in=30)
+    login_client.during_refresh = lambda: setattr(server, "connected", False)  # the master dies meanwhile
+    with pytest.raises(redis.ConnectionError):
+        tokens.credential_for_cookie(SID)
+    server.connected = True
+    deadline = time.monotonic() + 5
+    while (stored(token_sets) or {}).get("refresh_token") != "rt-1" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stored(token_sets)["refresh_token"] == "rt-1"  # the provider has spent rt-0: rt-1 must not be lost
 
 
 def test_ending_a_session_takes_it_off_its_users_session_list(tokens, token_sets):
