@@ -249,6 +249,7 @@ def test_invalid_grant_ends_the_session_and_everything_it_keeps(
         ("refresh.refused", "invalid_grant", session_id, None),
         ("session.ended", "refresh_refused", session_id, [session_id]),
     ]
+    assert [(event.get("user"), event.get("sub")) for event in audit_lines.events()] == [("alice", "sub-alice")] * 2
     assert fake_redis.exists(KEYS.session_end(REF)) == 0  # its end is told: never again as idle
 
 
@@ -478,9 +479,13 @@ def test_a_session_keeps_how_its_user_authenticated(tokens):
     assert sign_in_proof(tokens.inspect(SID)[0]) == proof
 
 
-def test_a_session_started_without_a_browser_or_a_granted_scope_has_an_unknown_browser_and_no_scope(
-    tokens, token_sets
-):
+def test_a_session_keeps_the_scope_its_token_response_granted(tokens):
+    response = {"access_token": "at-0", "expires_in": 300, "scope": "openid svc:profile.private"}
+    tokens.start(SID, username="alice", sub="sub-alice", response=response)
+    assert tokens.inspect(SID)[0]["scope"] == "openid svc:profile.private"
+
+
+def test_a_session_started_without_a_browser_or_a_granted_scope_has_an_unknown_browser_and_no_scope(tokens, token_sets):
     tokens.start(SID, username="alice", sub="sub-alice", response={"access_token": "at-0", "expires_in": 300})
     record = tokens.inspect(SID)[0]
     assert (record["user_agent"], record["scope"]) == ("unknown browser", "")
@@ -489,10 +494,16 @@ def test_a_session_started_without_a_browser_or_a_granted_scope_has_an_unknown_b
 
 
 def test_ending_a_session_left_to_expire_audits_its_idle_end(tokens, fake_redis, audit_lines, clock):
-    sign_in(tokens, expires_in=300)
+    session = sign_in(tokens, expires_in=300)["id"]
     fake_redis.delete(KEYS.token_set(REF))  # what its idle timeout does; the note of how it ends outlives it
     assert tokens.end(SID) is None
-    assert [(event["event"], event["reason"]) for event in audit_lines.events()] == [("session.ended", "idle")]
+    events = [
+        {name: event.get(name) for name in ("event", "reason", "session", "user", "sub")}
+        for event in audit_lines.events()
+    ]
+    assert events == [
+        {"event": "session.ended", "reason": "idle", "session": session, "user": "alice", "sub": "sub-alice"}
+    ]
 
 
 def test_ending_a_live_session_audits_no_end_of_its_own(tokens, audit_lines, clock):
