@@ -138,7 +138,7 @@ def needs_refresh(record: dict) -> bool:
 
 
 def still_valid(record: dict) -> bool:
-    """Whether the record's access token is good for at least another second."""
+    """Whether the record's access token is good for more than another second."""
     return record["expires_at"] > time.time() + 1
 
 

@@ -12,11 +12,13 @@ import requests
 
 from app import create_app
 from app.extensions import services
+from app.sessions import backchannel
 from app.sessions.backchannel import MAX_AGE
 from app.store.keys import Keys
 from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.apps import app_with_alice
+from tests.helpers.clock import FakeClock
 from tests.helpers.settings import CSRF, app_env, session_cookie_name
 from tests.helpers.stub_op import StubOP
 
@@ -73,6 +75,19 @@ def test_a_valid_logout_token_ends_the_sessions_of_its_provider_session(app, op)
     assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 401
 
 
+def test_a_logout_is_audited_with_the_subject_the_provider_session_and_the_sessions_it_ended(app, op, audit_lines):
+    signed_in(app)
+    (started,) = audit_lines.events("signin.succeeded")
+    assert post(app, logout_token(op)).status_code == 200
+    (ended,) = audit_lines.events("session.ended")
+    assert {name: ended.get(name) for name in ("reason", "sub", "provider_session", "ended")} == {
+        "reason": "backchannel",
+        "sub": "user-sub-1",
+        "provider_session": "op-session-1",
+        "ended": [started["session"]],
+    }
+
+
 def test_a_logout_token_with_only_sub_ends_every_session_of_the_user(app, op):
     first, second = signed_in(app), signed_in(app)
     assert post(app, logout_token(op, sid=None)).status_code == 200
@@ -91,12 +106,12 @@ def test_a_typ_of_application_logout_jwt_in_any_case_is_accepted(app, op):
     assert client.get("/auth/session").json == {"authenticated": False}
 
 
-# case -> (claim changes, header, the message's words, the reason its backchannel.refused event names)
+# case -> (claim changes, header, the message, the reason its backchannel.refused event names)
 TIMES = {"iat", "exp"}  # claims REFUSED gives as seconds from now
 REFUSED = {
     "wrong aud": ({"aud": "another-client"}, None, "not issued to this client", "audience"),
     "wrong iss": ({"iss": "https://evil.example/realms/stub"}, None, "wrong issuer", "issuer"),
-    "a nonce": ({"nonce": "n-1"}, None, "must not carry a nonce", "nonce"),
+    "a nonce": ({"nonce": "n-1"}, None, "a logout token must not carry a nonce", "nonce"),
     "no events": ({"events": None}, None, "no back-channel logout event", "events"),
     "another event": (
         {"events": {"http://schemas.openid.net/event/other": {}}},
@@ -111,8 +126,12 @@ REFUSED = {
     "expired": ({"exp": -600}, None, "expired", "expired"),
     "no jti": ({"jti": None}, None, "no jti", "jti"),
     "neither sid nor sub": ({"sid": None, "sub": None}, None, "neither sid nor sub", "no_subject"),
+    "an empty sid and no sub": ({"sid": "", "sub": None}, None, "neither sid nor sub", "no_subject"),
+    "a sid that is no string and no sub": ({"sid": 42, "sub": None}, None, "neither sid nor sub", "no_subject"),
+    "a sub that is no string and no sid": ({"sid": None, "sub": 42}, None, "neither sid nor sub", "no_subject"),
     "a sub that is no string": ({"sub": 42}, None, "sub is not a string", "no_subject"),
-    "an ID token's typ": ({}, {"typ": "JWT"}, "typ is not logout+jwt", "typ"),
+    "a sid that is no string": ({"sid": 42}, None, "sid is not a string", "no_subject"),
+    "an ID token's typ": ({}, {"typ": "JWT"}, "the token's typ is not logout+jwt", "typ"),
 }
 
 
@@ -125,7 +144,7 @@ def test_a_bad_logout_token_is_refused_and_ends_nothing(app, op, audit_lines, ca
     audit_lines.lines.clear()
     response = post(app, logout_token(op, header=header, **changes))
     assert response.status_code == 400
-    assert response.json["error"] == "invalid_request" and message in response.json["error_description"]
+    assert (response.json["error"], response.json["error_description"]) == ("invalid_request", message)
     assert response.headers["Cache-Control"] == "no-store"
     assert client.get("/auth/session").json["authenticated"] is True
     (refused,) = audit_lines.events()
@@ -133,11 +152,38 @@ def test_a_bad_logout_token_is_refused_and_ends_nothing(app, op, audit_lines, ca
     assert "sub" not in refused  # nothing a refused token claims is repeated as fact
 
 
-def test_a_replayed_jti_is_refused(app, op):
+def test_a_replayed_jti_is_refused_and_audited_with_its_verified_subject(app, op, audit_lines):
     token = logout_token(op, sid="nobody-here")
     assert post(app, token).status_code == 200
     replay = post(app, token)
     assert (replay.status_code, replay.json["error_description"]) == (400, "this logout token was already used")
+    (refused,) = audit_lines.events("backchannel.refused")
+    assert (refused.get("reason"), refused.get("sub")) == ("replayed", "user-sub-1")
+
+
+@pytest.fixture
+def frozen(monkeypatch):
+    """The logout token checks' clock, standing still on a whole second: a claim can sit right on a bound."""
+    monkeypatch.setattr(backchannel, "time", clock := FakeClock(start=float(int(time.time()))))
+    return clock
+
+
+# case -> (claims from the time now and the leeway, the status): each bound, met exactly or just inside
+EDGES = {
+    "iat as far ahead as the leeway allows": (lambda now, leeway: {"iat": now + leeway, "exp": None}, 200),
+    "iat exactly MAX_AGE old": (lambda now, leeway: {"iat": now - MAX_AGE, "exp": None}, 200),
+    "exp passed less than the leeway ago": (lambda now, leeway: {"iat": now - 120, "exp": now - leeway + 1}, 200),
+    "exp passed exactly the leeway ago": (lambda now, leeway: {"iat": now - 120, "exp": now - leeway}, 400),
+}
+
+
+@pytest.mark.parametrize("case", EDGES)
+def test_the_time_bounds_of_a_logout_token_hold_to_the_second(app, op, frozen, case):
+    claims, status = EDGES[case]
+    response = post(app, logout_token(op, sid="nobody-here", **claims(int(frozen.time()), app.config["TOKEN_LEEWAY"])))
+    assert response.status_code == status
+    if status == 400:
+        assert response.json["error_description"] == "expired"
 
 
 def test_the_jti_of_a_token_dated_ahead_is_remembered_until_the_token_can_no_longer_be_accepted(app, op, fake_redis):
@@ -187,9 +233,11 @@ def test_a_token_signed_by_another_key_or_missing_is_refused(app, op, audit_line
         key=StubOP.new_key(op.key.kid),
     )
     assert post(app, forged).json["error_description"] == "the token's signature is invalid"
-    missing = app.test_client().post("/auth/backchannel-logout", data={})
-    assert (missing.status_code, missing.json["error_description"]) == (400, "logout_token is missing")
-    assert [event["reason"] for event in audit_lines.events("backchannel.refused")] == ["unverified", "missing"]
+    for form in ({}, {"logout_token": ""}):
+        missing = app.test_client().post("/auth/backchannel-logout", data=form)
+        assert (missing.status_code, missing.json["error_description"]) == (400, "logout_token is missing")
+    reasons = [event["reason"] for event in audit_lines.events("backchannel.refused")]
+    assert reasons == ["unverified", "missing", "missing"]
 
 
 def test_the_back_channel_needs_no_cookie_and_no_csrf_header(app, op):

@@ -37,7 +37,7 @@ def token_sets(fake_redis):
     return TokenSets(fake_redis, KEYS)
 
 
-def signed_in(token_sets, login_client, *, expires_in: int) -> SessionTokens:
+def signed_in(token_sets, login_client, *, expires_in: int, refresh_wait: float = REFRESH_WAIT) -> SessionTokens:
     """Session tokens with session SID signed in, its access token `at-0` living `expires_in` seconds."""
     tokens = SessionTokens(
         token_sets,
@@ -47,7 +47,7 @@ def signed_in(token_sets, login_client, *, expires_in: int) -> SessionTokens:
         idle_timeout=1800,
         max_age=28800,
         idp_timeout=0.05,
-        refresh_wait=REFRESH_WAIT,
+        refresh_wait=refresh_wait,
     )
     response = {"access_token": "at-0", "refresh_token": "rt-0", "expires_in": expires_in, "scope": "openid"}
     tokens.start(SID, username="alice", sub="sub-alice", response=response)
@@ -116,6 +116,15 @@ def test_a_refresh_in_flight_that_outlasts_the_wait_is_503(tokens, token_sets, c
         tokens.newer_access_token(SID, "at-0")
     assert raised.value.message == "the session's tokens are being refreshed; try again"
     assert REFRESH_WAIT <= round(sum(clock.slept), 9) < REFRESH_WAIT + 2 * WAIT_STEP  # its wait, no more
+
+
+def test_a_refresh_in_flight_and_no_time_to_wait_is_503_at_the_first_look(token_sets, login_client, clock):
+    tokens = signed_in(token_sets, login_client, expires_in=300, refresh_wait=0)  # its deadline is now
+    assert token_sets.lock(REF, "other-request", 5000)
+    with pytest.raises(Unavailable) as raised:
+        tokens.newer_access_token(SID, "at-0")
+    assert raised.value.message == "the session's tokens are being refreshed; try again"
+    assert clock.slept == []  # at its deadline it gives up: no step more
 
 
 def test_a_session_ended_during_the_wait_is_401_session_ended(tokens, token_sets, clock):

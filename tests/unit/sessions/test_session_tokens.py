@@ -4,15 +4,19 @@ fake provider-facing login client: one refresher, waiters, races lost and won, e
 import threading
 import time
 
+import fakeredis
 import pytest
+import redis
 
 from app.challenges import SESSION_ENDED, Unauthorized
 from app.errors import ProviderUnavailable, Unavailable
 from app.sessions import credentials, lifetime, records, refresh
 from app.sessions.credentials import SessionTokens
 from app.sessions.interface import session_ref
+from app.sessions.records import REFRESH_MARGIN, sign_in_proof
 from app.sessions.refresh import WAIT_STEP
 from app.sessions.sealing import Sealer
+from app.store import rotations
 from app.store.keys import Keys
 from app.store.profile_record import Profile
 from app.store.session_index import SessionIndex
@@ -106,6 +110,13 @@ def test_a_token_far_from_expiry_is_used_as_it_is(tokens, token_sets, login_clie
     assert stored(token_sets)["v"] == 1
 
 
+def test_a_token_with_exactly_the_refresh_margin_left_is_not_refreshed_yet(tokens, token_sets, login_client, clock):
+    sign_in(tokens, expires_in=REFRESH_MARGIN)
+    assert stored(token_sets)["expires_at"] - clock.time() == REFRESH_MARGIN  # the clock stands still
+    assert tokens.credential_for_cookie(SID).access_token == "at-0"
+    assert login_client.refreshed_with == []
+
+
 def test_a_token_near_expiry_is_refreshed_and_stored_as_the_next_version(tokens, token_sets, login_client):
     sign_in(tokens, expires_in=30)
     assert tokens.credential_for_cookie(SID).access_token == "at-1"
@@ -152,6 +163,19 @@ def test_a_waiter_gives_up_with_503_when_the_refresh_outlasts_its_wait(tokens, t
     assert refused.value.message == "the session's tokens are being refreshed; try again"
     assert 0.3 <= round(clock.monotonic() - started, 9) < 0.3 + 2 * WAIT_STEP  # its refresh_wait, no more
     assert login_client.refreshed_with == []
+
+
+def test_a_waiter_with_no_time_to_wait_gives_up_with_503_at_once(token_sets, login_client, clock):
+    tokens = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=0.05, refresh_wait=0,
+    )  # fmt: skip
+    sign_in(tokens, expires_in=-10)
+    assert token_sets.lock(REF, "another-instance", 5000)
+    with pytest.raises(Unavailable) as refused:
+        tokens.credential_for_cookie(SID)
+    assert refused.value.message == "the session's tokens are being refreshed; try again"
+    assert clock.slept == []  # at its deadline (now) it gives up: no step more
 
 
 def test_a_waiter_waits_twice_the_provider_timeout_and_a_second_by_default(token_sets, login_client, clock):
@@ -225,6 +249,7 @@ def test_invalid_grant_ends_the_session_and_everything_it_keeps(
         ("refresh.refused", "invalid_grant", session_id, None),
         ("session.ended", "refresh_refused", session_id, [session_id]),
     ]
+    assert [(event.get("user"), event.get("sub")) for event in audit_lines.events()] == [("alice", "sub-alice")] * 2
     assert fake_redis.exists(KEYS.session_end(REF)) == 0  # its end is told: never again as idle
 
 
@@ -435,8 +460,9 @@ def test_a_token_with_more_than_a_second_left_is_used_while_another_request_refr
     assert clock.slept == []
 
 
-def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens, token_sets, clock):
-    expiring_in(tokens, token_sets, clock, 0.5)
+@pytest.mark.parametrize("seconds", [0.5, 1])  # 1: the clock stands still, so exactly one second is left
+def test_a_token_with_a_second_or_less_left_waits_for_the_other_refresh(tokens, token_sets, clock, seconds):
+    expiring_in(tokens, token_sets, clock, seconds)
     with pytest.raises(Unavailable):  # the other refresh never stores anything: the wait runs out
         tokens.credential_for_cookie(SID)
     assert sum(clock.slept) >= 0.3
@@ -444,6 +470,65 @@ def test_a_token_with_less_than_a_second_left_waits_for_the_other_refresh(tokens
 
 def index_of(token_sets) -> SessionIndex:
     return SessionIndex(token_sets._redis, KEYS)
+
+
+def test_a_session_keeps_how_its_user_authenticated(tokens):
+    response = {"access_token": "at-0", "refresh_token": "rt-0", "expires_in": 300, "scope": "openid"}
+    proof = {"acr": "urn:dev:loa:2", "amr": ["pwd", "otp"], "auth_time": 1_790_000_000}
+    tokens.start(SID, username="alice", sub="sub-alice", response=response, **proof)
+    assert sign_in_proof(tokens.inspect(SID)[0]) == proof
+
+
+def test_a_session_keeps_the_scope_its_token_response_granted(tokens):
+    response = {"access_token": "at-0", "expires_in": 300, "scope": "openid svc:profile.private"}
+    tokens.start(SID, username="alice", sub="sub-alice", response=response)
+    assert tokens.inspect(SID)[0]["scope"] == "openid svc:profile.private"
+
+
+def test_a_session_started_without_a_browser_or_a_granted_scope_has_an_unknown_browser_and_no_scope(tokens, token_sets):
+    tokens.start(SID, username="alice", sub="sub-alice", response={"access_token": "at-0", "expires_in": 300})
+    record = tokens.inspect(SID)[0]
+    assert (record["user_agent"], record["scope"]) == ("unknown browser", "")
+    [entry] = index_of(token_sets).of_subject("sub-alice").values()
+    assert entry["user_agent"] == "unknown browser"
+
+
+def test_ending_a_session_left_to_expire_audits_its_idle_end(tokens, fake_redis, audit_lines, clock):
+    session = sign_in(tokens, expires_in=300)["id"]
+    fake_redis.delete(KEYS.token_set(REF))  # what its idle timeout does; the note of how it ends outlives it
+    assert tokens.end(SID) is None
+    events = [
+        {name: event.get(name) for name in ("event", "reason", "session", "user", "sub")}
+        for event in audit_lines.events()
+    ]
+    assert events == [
+        {"event": "session.ended", "reason": "idle", "session": session, "user": "alice", "sub": "sub-alice"}
+    ]
+
+
+def test_ending_a_live_session_audits_no_end_of_its_own(tokens, audit_lines, clock):
+    sign_in(tokens, expires_in=300)
+    assert tokens.end(SID)["access_token"] == "at-0"
+    assert audit_lines.events() == []  # the sign-out or removal that ended it audits itself
+
+
+def test_tokens_a_refresh_could_not_store_in_a_failover_are_stored_once_redis_answers(login_client, monkeypatch):
+    monkeypatch.setattr(rotations, "RETRY_EVERY", 0.05)
+    server = fakeredis.FakeServer()
+    token_sets = TokenSets(fakeredis.FakeRedis(server=server), KEYS)
+    tokens = SessionTokens(
+        token_sets, login_client, index_of(token_sets), secret_key=SECRET, idle_timeout=IDLE, max_age=28800,
+        idp_timeout=0.05,
+    )  # fmt: skip
+    sign_in(tokens, expires_in=30)
+    login_client.during_refresh = lambda: setattr(server, "connected", False)  # the master dies meanwhile
+    with pytest.raises(redis.ConnectionError):
+        tokens.credential_for_cookie(SID)
+    server.connected = True
+    deadline = time.monotonic() + 5
+    while (stored(token_sets) or {}).get("refresh_token") != "rt-1" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stored(token_sets)["refresh_token"] == "rt-1"  # the provider has spent rt-0: rt-1 must not be lost
 
 
 def test_ending_a_session_takes_it_off_its_users_session_list(tokens, token_sets):

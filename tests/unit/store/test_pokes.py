@@ -1,10 +1,15 @@
-"""Poke decisions on fakeredis (which runs the store's Lua): one poke per pair per day, and withdrawal."""
+"""Poke decisions on fakeredis (which runs the store's Lua): one poke per pair per day, withdrawal, and a
+poke no replica confirmed counted as one."""
 
+import fakeredis
 import pytest
+import redis as redis_py
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from app.store.keys import Keys
 from app.store.pokes import COOLDOWN_MS, PokeOutcome, PokeResult, Pokes
 from app.store.profile_record import Profile
+from app.store.replicas import ConfirmedWrites
 
 KEYS = Keys("t:")
 
@@ -54,3 +59,21 @@ def test_the_pokers_profile_comes_back_even_when_it_has_none(pokes):
 def test_a_cooldown_in_its_last_second_still_reports_one_second_left(pokes, fake_redis):
     fake_redis.set(KEYS.cooldown("alice", "bob"), "1", px=400)
     assert pokes.try_poke("alice", "bob")[1] == PokeOutcome(PokeResult.ON_COOLDOWN, 1)
+
+
+def sentinel_master_without_replica():
+    """A client of a Sentinel-managed master (fakeredis behind redis-py's Sentinel pool) that has lost its
+    replica: fakeredis knows no ROLE, so the master is taken to have none connected."""
+    pool = SentinelConnectionPool("profile-poke", Sentinel([]), connection_class=fakeredis.FakeRedisConnection)
+    pool.connection_kwargs.pop("connection_pool")  # the Sentinel pool's proxy, which fakeredis refuses
+    pool.connection_kwargs["server"] = fakeredis.FakeServer()
+    return redis_py.Redis(connection_pool=pool)
+
+
+def test_a_poke_no_replica_confirmed_is_counted_as_an_unconfirmed_poke():
+    master = sentinel_master_without_replica()
+    master.hset(KEYS.user("bob"), mapping=Profile("bob", "@bob", "Bob").to_hash())
+    unconfirmed = []  # what the app's pp_redis_unconfirmed_writes counter hears, its `write` label
+    confirmed = ConfirmedWrites(master, timeout_ms=100, on_unconfirmed=unconfirmed.append)
+    assert Pokes(master, KEYS, confirmed).try_poke("alice", "bob")[1] == PokeOutcome(PokeResult.POKED)
+    assert unconfirmed == ["poke"]

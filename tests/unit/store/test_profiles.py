@@ -1,10 +1,11 @@
-"""Profiles on fakeredis: which names are usernames, the public read, and disabling an account."""
+"""Profiles on fakeredis: which names are usernames, the public read, disabling an account, and a subject
+linked elsewhere while it signed in."""
 
 import pytest
 
 from app.store.keys import Keys
 from app.store.profile_record import Profile, normalize_username
-from app.store.profiles import Profiles
+from app.store.profiles import Profiles, SubjectClash
 
 KEYS = Keys("t:")
 
@@ -66,3 +67,70 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
     assert Profiles(fake_redis, KEYS).find_or_link_username("sub-carol", "Carol", "Carol C") == "carol"
     assert Profiles(fake_redis, KEYS).linked_username("sub-carol") == "carol"
+
+
+def test_a_subject_linked_to_another_profile_while_it_signed_in_is_told_to_sign_in_again(profiles, fake_redis):
+    fake_redis.set(KEYS.subject("sub-carol"), "caroline")  # another process linked it after this one looked
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-carol", "Carol", "Carol C")
+    assert clash.value.message == "this account was linked to another profile while it signed in; sign in again"
+    assert clash.value.log_line() == (
+        "subject sub-carol was linked to profile caroline while it signed in as carol; the sign-in changed nothing"
+    )
+    assert fake_redis.exists(KEYS.user("carol")) == 0  # the profile it made for the sign-in is undone
+    assert fake_redis.get(KEYS.subject("sub-carol")) == b"caroline"
+
+
+def test_an_unclaimed_profile_claimed_by_a_subject_linked_elsewhere_meanwhile_is_unclaimed_again(fake_redis):
+    profiles = Profiles(fake_redis, KEYS, link_unclaimed=True)
+    fake_redis.hset(KEYS.user("kate"), mapping=Profile("kate", "@kate", "Kate").to_hash())  # imported without sub
+    fake_redis.set(KEYS.subject("sub-kate"), "katherine")
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-kate", "Kate", "Kate K")
+    assert clash.value.linked_to == "katherine"
+    assert profiles.get("kate") == Profile("kate", "@kate", "Kate")  # kept, and nobody's again
+
+
+def test_a_profile_naming_its_subject_without_a_link_is_linked_at_sign_in(profiles, fake_redis):
+    # An import stopped between writing the profile and its link leaves the profile naming the subject alone.
+    fake_redis.hset(KEYS.user("carol"), mapping=Profile("carol", "@carol", "Carol", sub="sub-carol").to_hash())
+    assert profiles.link_subject("sub-carol", "Carol", "Carol C") == "carol"
+    assert fake_redis.get(KEYS.subject("sub-carol")) == b"carol"
+    assert profiles.get("carol") == Profile("carol", "@carol", "Carol", sub="sub-carol")
+
+
+# what an operator does to the profile right after the sign-in claimed it -> (the owner then, the message)
+MEANWHILE = {
+    "relinks it to another subject": (
+        "operator-sub",
+        "this account's username belongs to another account",
+    ),
+    "takes its subject away": (
+        None,
+        "the username carol is taken by a profile not yet linked to an account; an operator must link it",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MEANWHILE)
+def test_a_profile_an_operator_changed_between_the_claim_and_the_link_is_not_linked(
+    profiles, fake_redis, monkeypatch, case
+):
+    owner, message = MEANWHILE[case]
+    claim = profiles._claim
+
+    def claim_then_the_operator(*args, **kwargs):
+        claimed = claim(*args, **kwargs)
+        if owner:
+            fake_redis.hset(KEYS.user("carol"), "sub", owner)
+        else:
+            fake_redis.hdel(KEYS.user("carol"), "sub")
+        return claimed
+
+    monkeypatch.setattr(profiles, "_claim", claim_then_the_operator)
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-carol", "Carol", "Carol C")
+    assert (clash.value.owner, clash.value.message) == (owner, message)
+    assert clash.value.log_line().startswith("username carol is taken: subject sub-carol, owner ")
+    assert fake_redis.exists(KEYS.subject("sub-carol")) == 0  # the link it had just made is undone
+    assert profiles.linked_username("sub-carol") is None
