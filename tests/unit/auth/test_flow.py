@@ -214,13 +214,14 @@ def test_an_exchange_whose_nonce_is_not_the_id_tokens_is_refused(app, op, client
     )
 
 
-def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_before_the_provider(op, client):
+def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_before_the_provider(op, client, audit_lines):
     body = {"code": "some-code", "code_verifier": "v" * 43, "redirect_uri": "https://evil.example/"}
     response = client.post("/auth/exchange", json=body, headers=CSRF)
     assert (response.status_code, response.json["error"]) == (
         400,
         {"code": "invalid_request", "message": "redirect_uri is not one this app accepts"},
     )
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ["bad_request"]
     assert op.fetches["token"] == 0
 
 
