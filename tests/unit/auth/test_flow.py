@@ -225,10 +225,16 @@ def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_befor
     assert op.fetches["token"] == 0
 
 
-def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout_url(app, op, client):
+def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout_url(app, op, client, audit_lines):
     assert sign_in(client).status_code == 302
     record = token_set(app, client)
     response = client.post("/auth/logout", headers=CSRF)
+    [signout] = audit_lines.events("signout")
+    assert {name: signout.get(name) for name in ("sub", "user", "session")} == {
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": record["id"],
+    }
     assert [(form["token"], form["token_type_hint"]) for form in op.revocations] == [
         (record["refresh_token"], "refresh_token")
     ]
@@ -277,9 +283,11 @@ def test_after_sign_out_the_old_cookie_opens_nothing(app, client):
     assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
 
 
-def test_sign_out_without_a_session_revokes_nothing_and_sends_no_id_token_hint(app, op, client):
+def test_sign_out_without_a_session_revokes_nothing_and_sends_no_id_token_hint(app, op, client, audit_lines):
     response = client.post("/auth/logout", headers=CSRF)
     assert op.revocations == []
+    [signout] = audit_lines.events("signout")
+    assert not {"sub", "user", "session"} & set(signout)
     query = parse_qs(urlsplit(response.json["logout_url"]).query)
     assert query.pop("state")
     assert query == {"client_id": [CLIENT_ID], "post_logout_redirect_uri": [app.config["BASE_URL"]]}
