@@ -36,6 +36,16 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+def token_calls(outcome: str) -> float:
+    """How many token endpoint calls /metrics counted with `outcome` so far."""
+    return REGISTRY.get_sample_value("pp_idp_requests_total", {"endpoint": "token", "outcome": outcome}) or 0.0
+
+
+def refreshes(outcome: str) -> float:
+    """How many refreshes /metrics counted with `outcome` so far."""
+    return REGISTRY.get_sample_value("pp_refreshes_total", {"outcome": outcome}) or 0.0
+
+
 # case -> (status, body), and the reason (and the code as sent, when unlisted) its refresh.refused names
 REFUSALS = {
     "400 invalid_grant": (400, {"error": "invalid_grant", "error_description": "token expired"}),
@@ -62,11 +72,14 @@ TOLD = {
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_a_refused_refresh_ends_the_session_with_401(op, fake_redis, audit_lines, case):
+def test_a_refused_refresh_ends_the_session_with_401(op, fake_redis, audit_lines, monkeypatch, case):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
     client = signed_in(op, fake_redis)
     op.token_failure = REFUSALS[case]
     audit_lines.lines.clear()
+    before = (token_calls("refused"), refreshes("rejected"))
     response = client.get("/api/v1/me/profile", headers=CSRF)
+    assert (token_calls("refused") - before[0], refreshes("rejected") - before[1]) == (1, 1)
     assert response.status_code == 401
     assert response.json["error"] == {"code": "unauthorized", "message": "the session has ended; sign in again"}
     assert op.token_requests[-1]["grant_type"] == "refresh_token"
@@ -92,12 +105,17 @@ def outages(lines) -> list[str]:
     return [message for message in messages if message.startswith("identity provider unavailable")]
 
 
-def test_a_refresh_answered_200_with_tokens_lets_the_call_through_and_keeps_the_session(op, fake_redis):
+def test_a_refresh_answered_200_with_tokens_lets_the_call_through_and_keeps_the_session(op, fake_redis, monkeypatch):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+    before = token_calls("ok")
     client = signed_in(op, fake_redis)
+    assert token_calls("ok") - before == 1  # the code exchange
+    before_refreshed = refreshes("refreshed")
     op.token_failure = (200, fresh_tokens(op))  # every answer of the token endpoint: this one
     assert client.get("/api/v1/me/profile", headers=CSRF).status_code == 200
     assert op.token_requests[-1]["grant_type"] == "refresh_token"
     assert client.get("/auth/session").json["authenticated"] is True
+    assert (token_calls("ok") - before, refreshes("refreshed") - before_refreshed) == (2, 1)
 
 
 OUTAGES = {
