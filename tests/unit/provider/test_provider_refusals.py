@@ -57,6 +57,7 @@ REFUSALS = {
     "400 with a number for its error": (400, {"error": 7}),
     "400 with a list for a body": (400, ["invalid_grant"]),
     "400 with a vendor's code in markup": (400, {"error": "weird <b>code</b>"}),
+    "200 invalid_grant": (200, {"error": "invalid_grant"}),  # Authlib raises an error body whatever the status
 }
 TOLD = {
     "400 invalid_grant": ("invalid_grant", None),
@@ -68,6 +69,7 @@ TOLD = {
     "400 with a number for its error": ("no_error_code", None),
     "400 with a list for a body": ("no_error_code", None),
     "400 with a vendor's code in markup": ("unlisted_error", "weirdbcodeb"),
+    "200 invalid_grant": ("invalid_grant", None),
 }
 
 
@@ -123,6 +125,7 @@ OUTAGES = {
     "503 without a body": lambda op, silent: setattr(op, "token_failure", (503, None)),
     # Only a 2xx carries tokens, even when a 3xx's body holds some.
     "300 with tokens": lambda op, silent: setattr(op, "token_failure", (300, fresh_tokens(op))),
+    "200 with another error": lambda op, silent: setattr(op, "token_failure", (200, {"error": "server_error"})),
     "timeout": lambda op, silent: setattr(op, "token_endpoint", f"http://127.0.0.1:{silent}/token"),
     "connection refused": lambda op, silent: setattr(op, "token_endpoint", f"http://127.0.0.1:{closed_port()}/token"),
 }
@@ -131,6 +134,7 @@ LOGGED = {
     "500": "token endpoint answered 500",
     "503 without a body": "token endpoint answered 503",
     "300 with tokens": "token endpoint answered 300",
+    "200 with another error": "refresh refused: server_error",
     "timeout": "token endpoint: ReadTimeout",
     "connection refused": "token endpoint: ConnectionError",
 }
