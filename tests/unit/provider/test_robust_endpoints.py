@@ -133,7 +133,11 @@ def test_rfc_8414_metadata_naming_another_issuer_is_ignored(stub, caplog):
     }
     idp = provider_of(stub, configured={"introspection_endpoint": SETTING})
     assert idp.endpoint("introspection_endpoint") == SETTING
-    assert caplog.text.count("it names another issuer") == 2
+    origin = f"http://127.0.0.1:{stub.port}"
+    assert [record.getMessage() for record in caplog.records if record.name == "app.provider.metadata"] == [
+        f"ignored the authorization server metadata at {origin}{path}: it names another issuer"
+        for path in (stub.rfc8414_path(), stub.appended_path())
+    ]
 
 
 def test_the_setting_serves_when_neither_document_names_the_endpoint(stub):
