@@ -3,6 +3,7 @@ linked, the session it starts (a new id every time), the SPA code exchange, the 
 sign-out, against the stub provider with fakeredis."""
 
 import hashlib
+import json
 import secrets
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
@@ -60,6 +61,11 @@ def token_set(app, client) -> dict:
         return services().session_tokens.current(cookie(client))
 
 
+def failures(audit_lines) -> list[tuple]:
+    """The reason, subject and user of each signin.failed event written so far."""
+    return [(event.get("reason"), event.get("sub"), event.get("user")) for event in audit_lines.events("signin.failed")]
+
+
 def keys_of(app):
     with app.app_context():
         return services().store.keys
@@ -77,9 +83,12 @@ def id_tokens_with(op, **changes) -> None:
         ("", "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
     ],
 )
-def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(app, op, client, fake_redis, granted, message):
+def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(
+    app, op, client, fake_redis, audit_lines, granted, message
+):
     op.token_changes = {"scope": granted}
     assert refusal(sign_in(client)) == (403, message)
+    assert failures(audit_lines) == [("scope_not_granted", "user-sub-1", None)]
     assert fake_redis.keys("*:tokens:*") == []
 
 
@@ -90,33 +99,54 @@ def test_a_token_response_without_scope_grants_what_the_sign_in_asked_for(app, o
 
 
 @pytest.mark.parametrize("access_token", [None, 42])
-def test_a_token_response_without_a_string_access_token_is_502(op, client, access_token):
+def test_a_token_response_without_a_string_access_token_is_502(op, client, audit_lines, access_token):
     op.token_changes = {"access_token": access_token}
     assert refusal(sign_in(client)) == (502, "the identity provider sent no access token")
+    assert failures(audit_lines) == [("bad_token_response", None, None)]
 
 
 @pytest.mark.parametrize("expires_in", ["soon", [300], True])
-def test_a_token_response_whose_expires_in_is_no_number_of_seconds_is_502(op, client, fake_redis, expires_in):
+def test_a_token_response_whose_expires_in_is_no_number_of_seconds_is_502(
+    op, client, fake_redis, audit_lines, expires_in
+):
     op.token_changes = {"expires_in": expires_in}
     message = "the identity provider sent an expires_in that is not a number of seconds"
     assert refusal(sign_in(client)) == (502, message)
+    assert failures(audit_lines) == [("bad_token_response", None, None)]
     assert fake_redis.keys("*:tokens:*") == []
 
 
-def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client):
+def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client, audit_lines):
     id_tokens_with(op, sub="user-sub-2")  # also says preferred_username alice, which user-sub-1 owns
     assert refusal(sign_in(client)) == (403, "this account's username belongs to another account")
+    assert failures(audit_lines) == [("subject_clash", "user-sub-2", None)]
+    warnings = [json.loads(line)["message"] for line in audit_lines.lines if json.loads(line)["level"] == "warning"]
+    assert [line for line in warnings if line.startswith("refused subject link at sign-in: ")] == [
+        "refused subject link at sign-in: username alice is taken: subject user-sub-2, owner user-sub-1"
+    ]
 
 
-def test_a_new_subject_without_a_preferred_username_is_refused(op, client):
+def test_a_new_subject_without_a_preferred_username_is_refused(op, client, audit_lines):
     id_tokens_with(op, sub="user-sub-2", preferred_username=None)
     assert refusal(sign_in(client)) == (403, "this account has no username to make a profile from")
+    assert failures(audit_lines) == [("no_username", "user-sub-2", None)]
 
 
-def test_a_disabled_account_is_refused_and_gets_no_session(app, client, fake_redis):
+def test_a_new_subject_whose_username_is_no_valid_username_is_refused(op, client, audit_lines):
+    id_tokens_with(op, sub="user-sub-2", preferred_username="not a username!")
+    assert refusal(sign_in(client)) == (
+        403,
+        "this account's username is not a valid username here; an operator must import its profile with its"
+        " subject, or set TOKEN_USERNAME_CLAIM",
+    )
+    assert failures(audit_lines) == [("unusable_username", "user-sub-2", None)]
+
+
+def test_a_disabled_account_is_refused_and_gets_no_session(app, client, fake_redis, audit_lines):
     with app.app_context():
         services().store.profiles.set_disabled("alice", True)
     assert refusal(sign_in(client)) == (403, "this account is disabled")
+    assert failures(audit_lines) == [("account_disabled", "user-sub-1", "alice")]
     assert fake_redis.keys("*:tokens:*") == []
 
 
@@ -300,18 +330,43 @@ def test_sign_out_of_a_session_without_a_refresh_token_revokes_nothing(op, clien
     assert op.revocations == []
 
 
-def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client):
+def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client, audit_lines):
     path, query = authorize(client)
     error = {"state": query["state"], "error": "access_denied", "error_description": "The user cancelled"}
     response = client.get(f"{path}?{urlencode(error)}")
     assert refusal(response) == (400, "the identity provider refused the sign-in: access_denied: The user cancelled")
+    assert failures(audit_lines) == [("provider_refused", None, None)]
+
+
+def test_a_callback_for_this_browsers_own_sign_in_without_a_code_is_refused(client, op, audit_lines):
+    path, query = authorize(client)
+    response = client.get(f"{path}?{urlencode({'state': query['state'], 'iss': query['iss']})}")
+    assert refusal(response) == (400, "the sign-in response has no code")
+    assert failures(audit_lines) == [("no_code", None, None)]
+    assert op.fetches["token"] == 0
+
+
+def test_a_callback_without_iss_is_refused_when_discovery_promises_it(client, op, audit_lines):
+    listed = op.discovery()
+    op.discovery = lambda: {**listed, "authorization_response_iss_parameter_supported": True}
+    path, query = authorize(client)
+    response = client.get(f"{path}?{urlencode({'state': query['state'], 'code': query['code']})}")
+    assert refusal(response) == (400, "the sign-in response has no iss, which the identity provider promises")
+    assert failures(audit_lines) == [("no_iss", None, None)]
+    assert op.fetches["token"] == 0
+
+
+def test_a_callback_without_iss_is_taken_when_discovery_does_not_promise_it(client, op):
+    path, query = authorize(client)
+    assert client.get(f"{path}?{urlencode({'state': query['state'], 'code': query['code']})}").status_code == 302
 
 
 @pytest.mark.parametrize("state", [UNKNOWN_STATE, None], ids=["well-formed but unknown", "missing"])
-def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(client, state):
+def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(client, audit_lines, state):
     error = {"error": "access_denied", "error_description": "Your account is locked; call 555-0100"}
     response = client.get(f"/auth/callback?{urlencode({**error, 'state': state} if state else error)}")
     assert refusal(response) == (400, "the sign-in did not complete; please sign in again")
+    assert failures(audit_lines) == [("unsolicited_error", None, None)]
 
 
 @pytest.mark.parametrize(
@@ -319,18 +374,20 @@ def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(cl
     [UNKNOWN_STATE, None, "not-a-state"],
     ids=["well-formed but unknown", "missing", "malformed"],
 )
-def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, state):
+def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, audit_lines, state):
     response = client.get(f"/auth/callback?{urlencode({'code': 'some-code', **({'state': state} if state else {})})}")
     assert refusal(response) == (400, "this sign-in is unknown, already used or expired; please sign in again")
+    assert failures(audit_lines) == [("unknown_state", None, None)]
 
 
-def test_a_callback_carried_to_another_browser_is_refused(app, client, op):
+def test_a_callback_carried_to_another_browser_is_refused(app, client, op, audit_lines):
     path, query = authorize(client)
     response = app.test_client().get(f"{path}?{urlencode(query)}")  # without the browser's login cookie
     assert refusal(response) == (
         400,
         "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again",
     )
+    assert failures(audit_lines) == [("other_browser", None, None)]
     assert op.fetches["token"] == 0
 
 

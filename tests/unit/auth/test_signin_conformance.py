@@ -242,7 +242,7 @@ def test_an_injected_code_is_refused_because_its_pkce_verifier_does_not_match(ap
     assert_no_session(victim, fake_redis)
 
 
-def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(app, op, fake_redis):
+def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(app, op, fake_redis, audit_lines):
     client = app.test_client()
     url = urlsplit(authorize(client))
     query = {**dict(parse_qsl(url.query)), "iss": "https://evil.example/realms/stub"}
@@ -251,5 +251,6 @@ def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(ap
         400,
         "the sign-in response came from another issuer",
     )
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ["wrong_issuer"]
     assert op.fetches["token"] == 0
     assert_no_session(client, fake_redis)
