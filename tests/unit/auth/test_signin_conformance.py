@@ -145,16 +145,23 @@ NONCONFORMING = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("arrange", "status", "message"), [pytest.param(*row, id=case) for case, row in NONCONFORMING.items()]
-)
+# case -> the reason of its signin.failed audit event (an outage writes none)
+AUDITED = {case: "id_token_refused" for case, row in NONCONFORMING.items() if row[2].startswith(REFUSED)}
+AUDITED.update({"missing id_token": "no_id_token", "token endpoint answers invalid_grant": "code_refused"})
+
+
+@pytest.mark.parametrize("case", list(NONCONFORMING))
 def test_a_nonconforming_provider_leaves_no_session_and_a_clear_error_page(
-    op, app, keys, fake_redis, arrange, status, message
+    op, app, keys, fake_redis, audit_lines, case
 ):
+    arrange, status, message = NONCONFORMING[case]
     arrange(op, keys)
     client = app.test_client()
     response = sign_in(client)
     assert (response.status_code, error_page_message(response)) == (status, message)
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == (
+        [AUDITED[case]] if case in AUDITED else []
+    )
     assert_no_session(client, fake_redis)
 
 
