@@ -173,6 +173,17 @@ def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, clien
     assert int(record["started"]) + 1798 <= idle_expires_at <= int(record["started"]) + 1800
 
 
+def test_a_sign_in_is_audited_naming_its_subject_user_and_session(app, client, audit_lines):
+    assert sign_in(client).status_code == 302
+    record = token_set(app, client)
+    [succeeded] = audit_lines.events("signin.succeeded")
+    assert {name: succeeded.get(name) for name in ("sub", "user", "session")} == {
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": record["id"],
+    }
+
+
 def test_the_token_set_remembers_the_subject_a_refreshed_id_token_must_name(app, client):
     assert sign_in(client).status_code == 302
     assert token_set(app, client)["sub"] == "user-sub-1"
@@ -185,10 +196,19 @@ def test_the_session_record_never_outlives_the_refresh_token(app, op, client, fa
     assert 590_000 < fake_redis.pttl(keys_of(app).session(ref)) <= 600_000
 
 
-def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client):
+def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client, audit_lines):
     assert sign_in(client).status_code == 302
     planted = cookie(client)  # as if an attacker had planted a session cookie of theirs
+    old = token_set(app, client)["id"]
     assert sign_in(client).status_code == 302
+    [ended] = audit_lines.events("session.ended")
+    assert {name: ended.get(name) for name in ("reason", "ended", "sub", "user", "session")} == {
+        "reason": "replaced",
+        "ended": [old],
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": old,
+    }
     assert cookie(client) != planted
     other = app.test_client()
     other.set_cookie(SESSION_COOKIE, planted)
