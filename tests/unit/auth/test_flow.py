@@ -126,6 +126,13 @@ def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, clie
     ]
 
 
+def test_an_id_token_without_the_profiles_subject_claim_is_refused(op, fake_redis, audit_lines):
+    client = app_with_alice(op.issuer, fake_redis, OIDC_PROVIDER_PROFILE="entra").test_client()
+    id_tokens_with(op, oid=None)  # Entra ID's subject is its oid claim, which this ID token lacks
+    assert refusal(sign_in(client)) == (502, "the ID token names no subject this app can link")
+    assert failures(audit_lines) == [("no_subject", "user-sub-1", None)]
+
+
 def test_a_new_subject_without_a_preferred_username_is_refused(op, client, audit_lines):
     id_tokens_with(op, sub="user-sub-2", preferred_username=None)
     assert refusal(sign_in(client)) == (403, "this account has no username to make a profile from")
