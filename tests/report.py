@@ -216,12 +216,15 @@ ROBUST_SECTIONS = [
     ("test_robust_keys", "Same kid, new key", "a signature failure on a known kid re-reads the JWKS, rate-limited"),
     ("test_signin_par", "Pushed authorization requests (PAR)",
      "the redirect carries client_id and request_uri only; a refused, failing, slow or malformed PAR answer is a "
-     "502 with nothing pending and no fallback; a start the rate limit refuses is never pushed; state is base64url"),
+     "502 with nothing pending and no fallback, logged with why (never the body); a 307/308 is not followed; a "
+     "start the rate limit refuses is never pushed; state is base64url"),
     ("test_signin_params", "Per-request sign-in parameters",
      "prompt, login_hint, max_age, acr_values, ui_locales: each bad value a 400 naming it with nothing written"),
     ("test_signin_silent", "Silent sign-in", "prompt=none declined returns to the page with signin_error"),
     ("test_signin_error_redirect", "Silent sign-in", ""),
-    ("test_signin_max_age", "What a sign-in proves", "a stale auth_time with max_age fails the sign-in"),
+    ("test_signin_max_age", "What a sign-in proves",
+     "a stale auth_time with max_age fails the sign-in: older than max_age plus the leeway, further ahead than "
+     "the leeway, missing or not a number"),
     ("test_signin_proven", "What a sign-in proves", ""),
     ("test_signin_session", "A session check that does not keep the session alive",
      "polling /auth/session past the idle timeout signs the tab out; API calls keep it in"),

@@ -29,6 +29,7 @@ class StubOP(StubIssuer):
         self.id_token = self.sign_id  # default claims -> the ID token, or None to leave it out
         self.token_changes: dict = {}  # fields to change in every token response (None leaves one out)
         self.revocations: list[dict] = []  # the recorded revocation request forms
+        self.revocation_status = 200  # what the revocation endpoint answers (with an empty body)
         self._grants: dict[str, dict] = {}
 
     def discovery(self) -> dict:
@@ -51,7 +52,7 @@ class StubOP(StubIssuer):
             return self._token(params, headers)
         if method == "POST" and path.endswith("/revoke"):
             self.revocations.append(params)
-            return 200, {}, None
+            return self.revocation_status, {}, None
         return super().answer(method, path, params, headers)
 
     def sign_id(self, claims: dict, *, key: RSAKey | None = None, header: dict | None = None) -> str:

@@ -3,6 +3,7 @@ linked, the session it starts (a new id every time), the SPA code exchange, the 
 sign-out, against the stub provider with fakeredis."""
 
 import hashlib
+import json
 import secrets
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
@@ -60,6 +61,11 @@ def token_set(app, client) -> dict:
         return services().session_tokens.current(cookie(client))
 
 
+def failures(audit_lines) -> list[tuple]:
+    """The reason, subject and user of each signin.failed event written so far."""
+    return [(event.get("reason"), event.get("sub"), event.get("user")) for event in audit_lines.events("signin.failed")]
+
+
 def keys_of(app):
     with app.app_context():
         return services().store.keys
@@ -77,9 +83,12 @@ def id_tokens_with(op, **changes) -> None:
         ("", "the identity provider did not grant svc:interact.poke svc:profile.private, which this app needs"),
     ],
 )
-def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(app, op, client, fake_redis, granted, message):
+def test_a_sign_in_missing_a_scope_the_app_needs_is_refused_naming_it(
+    app, op, client, fake_redis, audit_lines, granted, message
+):
     op.token_changes = {"scope": granted}
     assert refusal(sign_in(client)) == (403, message)
+    assert failures(audit_lines) == [("scope_not_granted", "user-sub-1", None)]
     assert fake_redis.keys("*:tokens:*") == []
 
 
@@ -90,33 +99,61 @@ def test_a_token_response_without_scope_grants_what_the_sign_in_asked_for(app, o
 
 
 @pytest.mark.parametrize("access_token", [None, 42])
-def test_a_token_response_without_a_string_access_token_is_502(op, client, access_token):
+def test_a_token_response_without_a_string_access_token_is_502(op, client, audit_lines, access_token):
     op.token_changes = {"access_token": access_token}
     assert refusal(sign_in(client)) == (502, "the identity provider sent no access token")
+    assert failures(audit_lines) == [("bad_token_response", None, None)]
 
 
 @pytest.mark.parametrize("expires_in", ["soon", [300], True])
-def test_a_token_response_whose_expires_in_is_no_number_of_seconds_is_502(op, client, fake_redis, expires_in):
+def test_a_token_response_whose_expires_in_is_no_number_of_seconds_is_502(
+    op, client, fake_redis, audit_lines, expires_in
+):
     op.token_changes = {"expires_in": expires_in}
     message = "the identity provider sent an expires_in that is not a number of seconds"
     assert refusal(sign_in(client)) == (502, message)
+    assert failures(audit_lines) == [("bad_token_response", None, None)]
     assert fake_redis.keys("*:tokens:*") == []
 
 
-def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client):
+def test_a_subject_whose_username_belongs_to_another_subject_is_refused(op, client, audit_lines):
     id_tokens_with(op, sub="user-sub-2")  # also says preferred_username alice, which user-sub-1 owns
     assert refusal(sign_in(client)) == (403, "this account's username belongs to another account")
+    assert failures(audit_lines) == [("subject_clash", "user-sub-2", None)]
+    warnings = [json.loads(line)["message"] for line in audit_lines.lines if json.loads(line)["level"] == "warning"]
+    assert [line for line in warnings if line.startswith("refused subject link at sign-in: ")] == [
+        "refused subject link at sign-in: username alice is taken: subject user-sub-2, owner user-sub-1"
+    ]
 
 
-def test_a_new_subject_without_a_preferred_username_is_refused(op, client):
+def test_an_id_token_without_the_profiles_subject_claim_is_refused(op, fake_redis, audit_lines):
+    client = app_with_alice(op.issuer, fake_redis, OIDC_PROVIDER_PROFILE="entra").test_client()
+    id_tokens_with(op, oid=None)  # Entra ID's subject is its oid claim, which this ID token lacks
+    assert refusal(sign_in(client)) == (502, "the ID token names no subject this app can link")
+    assert failures(audit_lines) == [("no_subject", "user-sub-1", None)]
+
+
+def test_a_new_subject_without_a_preferred_username_is_refused(op, client, audit_lines):
     id_tokens_with(op, sub="user-sub-2", preferred_username=None)
     assert refusal(sign_in(client)) == (403, "this account has no username to make a profile from")
+    assert failures(audit_lines) == [("no_username", "user-sub-2", None)]
 
 
-def test_a_disabled_account_is_refused_and_gets_no_session(app, client, fake_redis):
+def test_a_new_subject_whose_username_is_no_valid_username_is_refused(op, client, audit_lines):
+    id_tokens_with(op, sub="user-sub-2", preferred_username="not a username!")
+    assert refusal(sign_in(client)) == (
+        403,
+        "this account's username is not a valid username here; an operator must import its profile with its"
+        " subject, or set TOKEN_USERNAME_CLAIM",
+    )
+    assert failures(audit_lines) == [("unusable_username", "user-sub-2", None)]
+
+
+def test_a_disabled_account_is_refused_and_gets_no_session(app, client, fake_redis, audit_lines):
     with app.app_context():
         services().store.profiles.set_disabled("alice", True)
     assert refusal(sign_in(client)) == (403, "this account is disabled")
+    assert failures(audit_lines) == [("account_disabled", "user-sub-1", "alice")]
     assert fake_redis.keys("*:tokens:*") == []
 
 
@@ -143,6 +180,17 @@ def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, clien
     assert int(record["started"]) + 1798 <= idle_expires_at <= int(record["started"]) + 1800
 
 
+def test_a_sign_in_is_audited_naming_its_subject_user_and_session(app, client, audit_lines):
+    assert sign_in(client).status_code == 302
+    record = token_set(app, client)
+    [succeeded] = audit_lines.events("signin.succeeded")
+    assert {name: succeeded.get(name) for name in ("sub", "user", "session")} == {
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": record["id"],
+    }
+
+
 def test_the_token_set_remembers_the_subject_a_refreshed_id_token_must_name(app, client):
     assert sign_in(client).status_code == 302
     assert token_set(app, client)["sub"] == "user-sub-1"
@@ -155,10 +203,19 @@ def test_the_session_record_never_outlives_the_refresh_token(app, op, client, fa
     assert 590_000 < fake_redis.pttl(keys_of(app).session(ref)) <= 600_000
 
 
-def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client):
+def test_signing_in_over_a_session_gives_a_new_session_id_and_ends_the_old_one(app, client, audit_lines):
     assert sign_in(client).status_code == 302
     planted = cookie(client)  # as if an attacker had planted a session cookie of theirs
+    old = token_set(app, client)["id"]
     assert sign_in(client).status_code == 302
+    [ended] = audit_lines.events("session.ended")
+    assert {name: ended.get(name) for name in ("reason", "ended", "sub", "user", "session")} == {
+        "reason": "replaced",
+        "ended": [old],
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": old,
+    }
     assert cookie(client) != planted
     other = app.test_client()
     other.set_cookie(SESSION_COOKIE, planted)
@@ -214,20 +271,27 @@ def test_an_exchange_whose_nonce_is_not_the_id_tokens_is_refused(app, op, client
     )
 
 
-def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_before_the_provider(op, client):
+def test_an_exchange_for_a_redirect_uri_the_app_does_not_accept_is_refused_before_the_provider(op, client, audit_lines):
     body = {"code": "some-code", "code_verifier": "v" * 43, "redirect_uri": "https://evil.example/"}
     response = client.post("/auth/exchange", json=body, headers=CSRF)
     assert (response.status_code, response.json["error"]) == (
         400,
         {"code": "invalid_request", "message": "redirect_uri is not one this app accepts"},
     )
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ["bad_request"]
     assert op.fetches["token"] == 0
 
 
-def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout_url(app, op, client):
+def test_sign_out_revokes_the_refresh_token_and_names_the_id_token_in_the_logout_url(app, op, client, audit_lines):
     assert sign_in(client).status_code == 302
     record = token_set(app, client)
     response = client.post("/auth/logout", headers=CSRF)
+    [signout] = audit_lines.events("signout")
+    assert {name: signout.get(name) for name in ("sub", "user", "session")} == {
+        "sub": "user-sub-1",
+        "user": "alice",
+        "session": record["id"],
+    }
     assert [(form["token"], form["token_type_hint"]) for form in op.revocations] == [
         (record["refresh_token"], "refresh_token")
     ]
@@ -276,9 +340,11 @@ def test_after_sign_out_the_old_cookie_opens_nothing(app, client):
     assert (response.status_code, response.json["error"]["message"]) == (401, "the session has ended; sign in again")
 
 
-def test_sign_out_without_a_session_revokes_nothing_and_sends_no_id_token_hint(app, op, client):
+def test_sign_out_without_a_session_revokes_nothing_and_sends_no_id_token_hint(app, op, client, audit_lines):
     response = client.post("/auth/logout", headers=CSRF)
     assert op.revocations == []
+    [signout] = audit_lines.events("signout")
+    assert not {"sub", "user", "session"} & set(signout)
     query = parse_qs(urlsplit(response.json["logout_url"]).query)
     assert query.pop("state")
     assert query == {"client_id": [CLIENT_ID], "post_logout_redirect_uri": [app.config["BASE_URL"]]}
@@ -291,18 +357,43 @@ def test_sign_out_of_a_session_without_a_refresh_token_revokes_nothing(op, clien
     assert op.revocations == []
 
 
-def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client):
+def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client, audit_lines):
     path, query = authorize(client)
     error = {"state": query["state"], "error": "access_denied", "error_description": "The user cancelled"}
     response = client.get(f"{path}?{urlencode(error)}")
     assert refusal(response) == (400, "the identity provider refused the sign-in: access_denied: The user cancelled")
+    assert failures(audit_lines) == [("provider_refused", None, None)]
+
+
+def test_a_callback_for_this_browsers_own_sign_in_without_a_code_is_refused(client, op, audit_lines):
+    path, query = authorize(client)
+    response = client.get(f"{path}?{urlencode({'state': query['state'], 'iss': query['iss']})}")
+    assert refusal(response) == (400, "the sign-in response has no code")
+    assert failures(audit_lines) == [("no_code", None, None)]
+    assert op.fetches["token"] == 0
+
+
+def test_a_callback_without_iss_is_refused_when_discovery_promises_it(client, op, audit_lines):
+    listed = op.discovery()
+    op.discovery = lambda: {**listed, "authorization_response_iss_parameter_supported": True}
+    path, query = authorize(client)
+    response = client.get(f"{path}?{urlencode({'state': query['state'], 'code': query['code']})}")
+    assert refusal(response) == (400, "the sign-in response has no iss, which the identity provider promises")
+    assert failures(audit_lines) == [("no_iss", None, None)]
+    assert op.fetches["token"] == 0
+
+
+def test_a_callback_without_iss_is_taken_when_discovery_does_not_promise_it(client, op):
+    path, query = authorize(client)
+    assert client.get(f"{path}?{urlencode({'state': query['state'], 'code': query['code']})}").status_code == 302
 
 
 @pytest.mark.parametrize("state", [UNKNOWN_STATE, None], ids=["well-formed but unknown", "missing"])
-def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(client, state):
+def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(client, audit_lines, state):
     error = {"error": "access_denied", "error_description": "Your account is locked; call 555-0100"}
     response = client.get(f"/auth/callback?{urlencode({**error, 'state': state} if state else error)}")
     assert refusal(response) == (400, "the sign-in did not complete; please sign in again")
+    assert failures(audit_lines) == [("unsolicited_error", None, None)]
 
 
 @pytest.mark.parametrize(
@@ -310,18 +401,20 @@ def test_an_error_for_a_sign_in_this_app_does_not_know_shows_no_provider_text(cl
     [UNKNOWN_STATE, None, "not-a-state"],
     ids=["well-formed but unknown", "missing", "malformed"],
 )
-def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, state):
+def test_a_callback_for_an_unknown_sign_in_is_refused_as_unknown(client, audit_lines, state):
     response = client.get(f"/auth/callback?{urlencode({'code': 'some-code', **({'state': state} if state else {})})}")
     assert refusal(response) == (400, "this sign-in is unknown, already used or expired; please sign in again")
+    assert failures(audit_lines) == [("unknown_state", None, None)]
 
 
-def test_a_callback_carried_to_another_browser_is_refused(app, client, op):
+def test_a_callback_carried_to_another_browser_is_refused(app, client, op, audit_lines):
     path, query = authorize(client)
     response = app.test_client().get(f"{path}?{urlencode(query)}")  # without the browser's login cookie
     assert refusal(response) == (
         400,
         "this sign-in was started in another browser, or newer sign-ins in this one replaced it; please sign in again",
     )
+    assert failures(audit_lines) == [("other_browser", None, None)]
     assert op.fetches["token"] == 0
 
 

@@ -203,7 +203,7 @@ def test_a_sign_in_started_before_a_secret_key_rotation_finishes_with_the_old_ke
     assert op.fetches["token"] == 1
 
 
-def test_a_replayed_callback_with_a_copy_of_the_cookie_makes_no_second_exchange(app, op):
+def test_a_replayed_callback_with_a_copy_of_the_cookie_makes_no_second_exchange(app, op, audit_lines):
     client = app.test_client()
     callback, state = start(client)
     copied = login_cookie(client, state)
@@ -212,6 +212,7 @@ def test_a_replayed_callback_with_a_copy_of_the_cookie_makes_no_second_exchange(
     assert refusal(thief.get(callback)) == (400, UNKNOWN)
     assert refusal(client.get(callback)) == (400, UNKNOWN)  # a reload in the browser itself
     assert op.fetches["token"] == 1
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ["unknown_state"] * 2
 
 
 def test_two_callbacks_of_one_sign_in_at_once_make_one_exchange(app, op):

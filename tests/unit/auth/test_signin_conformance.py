@@ -2,6 +2,7 @@
 login, the stub provider's authorization and token endpoints, and the callback, with fakeredis."""
 
 import hashlib
+import json
 import socket
 import time
 from types import SimpleNamespace
@@ -144,17 +145,57 @@ NONCONFORMING = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("arrange", "status", "message"), [pytest.param(*row, id=case) for case, row in NONCONFORMING.items()]
-)
+# case -> the reason of its signin.failed audit event (an outage writes none)
+AUDITED = {case: "id_token_refused" for case, row in NONCONFORMING.items() if row[2].startswith(REFUSED)}
+AUDITED.update({"missing id_token": "no_id_token", "token endpoint answers invalid_grant": "code_refused"})
+
+
+@pytest.mark.parametrize("case", list(NONCONFORMING))
 def test_a_nonconforming_provider_leaves_no_session_and_a_clear_error_page(
-    op, app, keys, fake_redis, arrange, status, message
+    op, app, keys, fake_redis, audit_lines, case
 ):
+    arrange, status, message = NONCONFORMING[case]
     arrange(op, keys)
     client = app.test_client()
     response = sign_in(client)
     assert (response.status_code, error_page_message(response)) == (status, message)
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == (
+        [AUDITED[case]] if case in AUDITED else []
+    )
     assert_no_session(client, fake_redis)
+
+
+# case -> (how the code exchange fails, the line the log says it with, the signin.failed reason or None)
+EXCHANGE_FAILURES = {
+    "invalid_grant": (
+        token_failure(400, {"error": "invalid_grant", "error_description": "code already used"}),
+        "code exchange refused: invalid_grant",
+        "code_refused",
+    ),
+    "500": (
+        token_failure(500, {"error": "server_error"}),
+        "identity provider unavailable: token endpoint: HTTPError",
+        None,
+    ),
+    "unreachable": (
+        unreachable_token_endpoint,
+        "identity provider unavailable: token endpoint: ConnectionError",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EXCHANGE_FAILURES))
+def test_a_failed_code_exchange_is_logged_with_the_providers_code_or_the_failure_and_audited(
+    op, keys, fake_redis, audit_lines, case
+):
+    arrange, line, reason = EXCHANGE_FAILURES[case]
+    arrange(op, keys)
+    sign_in(make_app(op, fake_redis, LOG_LEVEL="INFO").test_client())  # the default: a refusal is an info line
+    messages = [json.loads(entry)["message"] for entry in audit_lines.lines]
+    assert line in messages
+    assert not [message for message in messages if "code already used" in message]
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ([reason] if reason else [])
 
 
 def test_a_well_formed_sign_in_links_the_user_and_starts_a_session(app, op):
@@ -208,7 +249,7 @@ def test_an_injected_code_is_refused_because_its_pkce_verifier_does_not_match(ap
     assert_no_session(victim, fake_redis)
 
 
-def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(app, op, fake_redis):
+def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(app, op, fake_redis, audit_lines):
     client = app.test_client()
     url = urlsplit(authorize(client))
     query = {**dict(parse_qsl(url.query)), "iss": "https://evil.example/realms/stub"}
@@ -217,5 +258,6 @@ def test_a_callback_naming_another_issuer_is_refused_before_any_token_request(ap
         400,
         "the sign-in response came from another issuer",
     )
+    assert [event.get("reason") for event in audit_lines.events("signin.failed")] == ["wrong_issuer"]
     assert op.fetches["token"] == 0
     assert_no_session(client, fake_redis)

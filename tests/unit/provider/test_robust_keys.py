@@ -52,6 +52,15 @@ def test_a_key_rotated_under_the_same_kid_is_accepted_at_once(stub, keys, clock)
     assert stub.fetches["jwks"] == 2  # the new key is cached now
 
 
+def test_a_key_rotated_under_the_same_kid_is_found_by_its_kid_among_other_keys(stub, keys, clock):
+    idp = provider(stub)
+    stub.published = [keys[0], keys[2]]
+    assert signed_claims(idp, token(stub, keys[0]))[1]["sub"] == "user-sub-1"
+    stub.published = [keys[1], keys[2]]  # kid-1's new key material beside kid-2
+    assert signed_claims(idp, token(stub, keys[1]))[1]["sub"] == "user-sub-1"
+    assert stub.fetches["jwks"] == 2
+
+
 def test_forged_signatures_on_a_known_kid_cost_at_most_one_fetch_per_interval(stub, keys, clock):
     idp = provider(stub)
     assert signed_claims(idp, token(stub, keys[0]))

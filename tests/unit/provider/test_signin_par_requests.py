@@ -1,11 +1,14 @@
 """The pushed authorization request (RFC 9126) as the app sends and judges it, against a stub issuer
 serving real HTTP: the pushed form, the two-parameter redirect, and every answer that is not a 201
-with a request_uri refused as a 502 with no fallback."""
+with a request_uri refused as a 502 with no fallback, logged with why and counted by outcome."""
 
+import logging
 import time
 
 import pytest
+from prometheus_client import REGISTRY
 
+from app import metrics
 from app.errors import LoginFailed
 from app.provider import Provider, PublicClient
 from app.provider.authorization import AuthorizationRequests, code_challenge
@@ -18,7 +21,8 @@ UNAVAILABLE = "sign-in unavailable: the identity provider did not accept the sig
 
 class ParIssuer(StubIssuer):
     """The stub issuer with a PAR endpoint in discovery (unless `par_in_discovery` is false) that answers
-    `par_answer` (status, JSON body or None) and remembers each pushed form."""
+    `par_answer` (status, JSON body or None, and headers when a third member is given) and remembers each
+    pushed form; `/par-moved` is a second PAR endpoint that accepts every form it is sent (`moved`)."""
 
     def __init__(self):
         super().__init__()
@@ -27,6 +31,7 @@ class ParIssuer(StubIssuer):
         self.par_delay = 0.0
         self.prompt_values: list[str] | None = None
         self.pushed: list[dict] = []
+        self.moved: list[dict] = []
         # The timeout test hangs up on a held request: its broken pipe is expected, not worth a trace.
         self._server.handle_error = lambda request, address: None
 
@@ -39,7 +44,11 @@ class ParIssuer(StubIssuer):
         if method == "POST" and path.endswith("/par"):
             self.pushed.append({**params, "authorization": headers.get("Authorization")})
             time.sleep(self.par_delay)
-            return self.par_answer[0], {}, self.par_answer[1]
+            status, body, *answer_headers = self.par_answer
+            return status, (answer_headers or [{}])[0], body
+        if method == "POST" and path.endswith("/par-moved"):
+            self.moved.append(params)
+            return 201, {}, {"request_uri": "urn:ietf:params:oauth:request_uri:moved", "expires_in": 60}
         return super().answer(method, path, params, headers)
 
 
@@ -52,7 +61,7 @@ def par_issuer():
 
 @pytest.fixture
 def issuer(par_issuer):
-    par_issuer.par_in_discovery, par_issuer.par_delay, par_issuer.pushed = True, 0.0, []
+    par_issuer.par_in_discovery, par_issuer.par_delay, par_issuer.pushed, par_issuer.moved = True, 0.0, [], []
     par_issuer.prompt_values = None
     par_issuer.par_answer = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
     return par_issuer
@@ -111,12 +120,71 @@ def test_an_answer_other_than_a_201_with_a_request_uri_is_a_502_with_no_fallback
     assert (refused.value.status, refused.value.message, refused.value.reason) == (502, UNAVAILABLE, "par_failed")
 
 
-def test_a_par_endpoint_slower_than_the_timeout_is_a_502(issuer):
+def test_a_request_uri_of_2048_characters_is_taken(issuer):
+    issuer.par_answer = (201, {"request_uri": "u" * 2048, "expires_in": 60})
+    assert url_of(issuer) == f"{issuer.issuer}/auth?client_id=web&request_uri={'u' * 2048}"
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_par_endpoint_that_redirects_is_a_502_and_the_form_goes_nowhere_else(issuer, status):
+    # Followed, a 307 or 308 would post the whole form again to wherever the Location points.
+    issuer.par_answer = (status, None, {"Location": f"{issuer.issuer}/par-moved"})
+    with pytest.raises(LoginFailed) as refused:
+        url_of(issuer)
+    assert (refused.value.status, refused.value.message, refused.value.reason) == (502, UNAVAILABLE, "par_failed")
+    assert (len(issuer.pushed), issuer.moved) == (1, [])
+
+
+# answer -> what the warning says of it: the status, the reason or the exception class, never the body
+WHY = {
+    "400": ((400, {"error": "invalid_request", "error_description": "state=s is bad"}), "refused (http_400)"),
+    "499": ((499, {"error": "invalid_request"}), "refused (http_499)"),
+    "500": ((500, {"error": "server_error", "error_description": "state=s is bad"}), "answered 500"),
+    "302": ((302, None, {"Location": "https://elsewhere.example/"}), "answered 302"),
+    "201 without a body": ((201, None), "a 201 without JSON"),
+    "201 without request_uri": ((201, {"expires_in": 60}), "a 201 without a request_uri"),
+    "201 with a 2049-char one": ((201, {"request_uri": "u" * 2049}), "a 201 without a request_uri"),
+}
+
+
+@pytest.mark.parametrize("case", list(WHY))
+def test_a_failed_push_is_logged_with_why_and_never_the_answers_body(issuer, caplog, case):
+    issuer.par_answer, why = WHY[case]
+    with caplog.at_level(logging.WARNING, logger="app.provider.authorization"), pytest.raises(LoginFailed):
+        url_of(issuer)
+    assert [record.getMessage() for record in caplog.records] == [f"pushed authorization request failed: {why}"]
+
+
+# answer -> the outcome /metrics counts the call under (endpoint `par`): a 4xx is the provider's refusal
+OUTCOMES = {"201": ((201, {"request_uri": REQUEST_URI}), "ok")}
+OUTCOMES.update({str(status): ((status, None), "refused") for status in (400, 401, 499)})
+OUTCOMES.update({str(status): ((status, None), "error") for status in (302, 500, 503)})
+
+
+@pytest.mark.parametrize("case", list(OUTCOMES))
+def test_each_push_is_counted_as_a_provider_call_by_its_outcome(issuer, monkeypatch, case):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+    issuer.par_answer, outcome = OUTCOMES[case]
+
+    def count() -> float:
+        return REGISTRY.get_sample_value("pp_idp_requests_total", {"endpoint": "par", "outcome": outcome}) or 0.0
+
+    before = count()
+    if outcome == "ok":
+        url_of(issuer)
+    else:
+        with pytest.raises(LoginFailed):
+            url_of(issuer)
+    assert count() - before == 1
+
+
+def test_a_par_endpoint_slower_than_the_timeout_is_a_502(issuer, caplog):
     issuer.par_delay = 1.0
     started = time.monotonic()
-    with pytest.raises(LoginFailed) as refused:
+    with caplog.at_level(logging.WARNING, logger="app.provider.authorization"), pytest.raises(LoginFailed) as refused:
         url_of(issuer, timeout=0.3)
     assert refused.value.status == 502 and time.monotonic() - started < 0.9
+    assert [record.getMessage() for record in caplog.records] == ["pushed authorization request failed: ReadTimeout"]
 
 
 def test_par_require_without_an_endpoint_in_discovery_is_a_502_naming_the_setting(issuer):

@@ -2,12 +2,13 @@
 checked against it, and every place an operator chooses a profile lists exactly its names."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from app import create_app
-from app.provider.vendors import PROFILES
+from app.provider.vendors import PROFILES, provider_profile
 from config import Config, ConfigError
 from tests.helpers.settings import app_env
 
@@ -39,3 +40,14 @@ def test_the_docs_offer_exactly_the_profiles_of_the_table():
     table = lines[lines.index(line_of("docs/providers.md", "| profile |")) + 2 :]
     rows = [line.split("|")[1] for line in table[: table.index("")]]
     assert [name for row in rows for name in NAME.findall(row)] == list(PROFILES)
+
+
+def test_the_claim_settings_replace_the_profiles_claims_and_only_those_set():
+    entra = PROFILES["entra"]
+    assert provider_profile("entra") == entra
+    assert provider_profile("entra", subject_claim="uid") == replace(entra, subject_claim="uid")
+    assert provider_profile("entra", scope_claim="perms") == replace(entra, scope_claim="perms")
+    every = provider_profile("entra", subject_claim="uid", scope_claim="perms", username_claim="login")
+    assert every == replace(
+        entra, subject_claim="uid", scope_claim="perms", username_claim="login", id_username_claim="login"
+    )
