@@ -8,7 +8,9 @@ import pytest
 from werkzeug.datastructures import Headers
 
 from app import create_app
+from app.extensions import services
 from app.security import FixedHeaders, sent_csrf_header
+from app.store.profile_record import Profile
 from config import Config
 from tests.helpers.settings import CSRF, app_env
 
@@ -119,3 +121,10 @@ def test_the_fixed_headers_call_start_response_without_an_error_as_pep_3333_allo
 
     FixedHeaders(plain_app, [("X-Frame-Options", "DENY")])({}, lambda *args: started.append(args))
     assert started == [("200 OK", [("X-Frame-Options", "DENY")])]
+
+
+def test_a_private_path_keeps_the_cache_control_its_view_chose(unit_app, unit_client):
+    with unit_app.app_context():
+        services().store.profiles.put(Profile("alice", "@alice", "Alice"))
+    response = unit_client.get("/api/v1/users/alice")
+    assert (response.status_code, response.headers["Cache-Control"]) == (200, "no-cache")  # the public profile

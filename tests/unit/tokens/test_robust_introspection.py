@@ -192,6 +192,16 @@ def test_a_flooding_address_leaves_other_addresses_new_tokens_alone(stub):
     assert read(client, "a-valid-token", address="198.51.100.7").status_code == 200
 
 
+def test_unknown_tokens_sent_with_the_dpop_scheme_spend_the_same_bound(stub):
+    client = client_for(stub, RATE_LIMIT_INTROSPECTION="2 per minute")
+    stub.active = False
+    dpop = [{"Authorization": f"DPoP junk-{n}"} for n in range(3)]
+    sent = [client.get("/api/v1/me/profile", headers=h, environ_base={"REMOTE_ADDR": "192.0.2.1"}) for h in dpop]
+    assert [response.status_code for response in sent] == [401, 401, 429]
+    assert sent[-1].json["error"]["message"] == "too many unknown access tokens from this address; try again later"
+    assert calls(stub) == (2, 0)
+
+
 def test_a_known_token_costs_no_call_and_is_never_bounded(stub):
     client = client_for(stub, RATE_LIMIT_INTROSPECTION="2 per minute")
     assert read(client, "valid").status_code == 200
