@@ -319,6 +319,28 @@ def test_userinfo_gives_the_username_an_answer_lacks(stub):
     assert response.json["data"]["handle"] == "@carol"
 
 
+def test_an_answer_keeps_the_username_it_names_when_userinfo_names_none(stub):
+    stub.changes = {"sub": None, "preferred_username": "carol"}
+    stub.userinfo = (200, {"sub": "sub-of-a-new-user"})
+    client = client_for(stub, LINK_UNCLAIMED_PROFILES="true")  # carol's profile is linked by username
+    with client.application.app_context():
+        services().store.profiles.put(Profile("carol", "@carol", "Carol"))
+    response = read(client)
+    assert response.status_code == 200, response.json
+    assert response.json["data"]["handle"] == "@carol"
+
+
+def test_an_answer_naming_no_client_is_no_users_token_and_never_asks_userinfo(stub):
+    stub.changes = {"client_id": None}
+    client = client_for(stub)
+    response = read(client)
+    assert (response.status_code, response.json["error"]["message"]) == (403, "a user-delegated token is required")
+    stub.changes = {"client_id": None, "sub": None}
+    response = read(client, "opaque-token-2")
+    assert (response.status_code, response.json["error"]["message"]) == (401, REFUSED)
+    assert calls(stub) == (2, 0)
+
+
 def test_an_app_tokens_answer_without_sub_never_asks_userinfo(stub):
     stub.changes = {"sub": None, "client_id": "reporting-service"}
     client = client_for(stub)
