@@ -58,3 +58,13 @@ def test_the_leeway_counts_to_the_fraction_of_a_second_too(stub, monkeypatch):
         "the access token has expired"
     )
     assert refusal(tokens, stub.sign(stub.access_claims(exp=now - 9.75, iat=int(now) - 60))) is None
+
+
+def test_a_verified_token_is_vouched_for_by_the_cache_until_exp_plus_leeway(stub):
+    tokens = access_tokens(stub, leeway=30)
+    token = stub.sign(stub.access_claims(exp=int(time.time()) + 20))  # expires within the leeway
+    tokens.verify(token)
+    successor = stub.new_key("stub-key-2")
+    stub.published = [successor]
+    tokens.verify(stub.sign(stub.access_claims(jti="new"), key=successor))  # the first key is gone
+    assert refusal(tokens, token) is None  # only the cache can still vouch for it
