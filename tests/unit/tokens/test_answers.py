@@ -3,6 +3,7 @@ gives: another instance reads exactly what this one learnt, for exactly as long 
 
 import base64
 import hashlib
+import json
 import math
 
 import pytest
@@ -175,3 +176,12 @@ def test_the_process_map_gives_an_entry_until_its_end_and_not_at_it():
     assert remembered.get("a", NOW + 59.999) == "A"
     assert remembered.get("a", NOW + 60) is None
     assert remembered.get("b", NOW) is None
+
+
+def test_an_answer_without_exp_is_kept_in_redis_as_standard_json(shared, fake_redis):
+    def no_constants(name):
+        raise ValueError(f"{name} is not JSON")
+
+    Answers(shared).answer("d1", principal(expires_at=math.inf), until=NOW + 60, now=NOW)
+    kept = json.loads(fake_redis.get(KEYS.introspection("d1")), parse_constant=no_constants)
+    assert kept["principal"]["expires_at"] is None and kept["until"] == NOW + 60
