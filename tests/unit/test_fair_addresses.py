@@ -69,3 +69,13 @@ def test_an_unparsable_address_is_counted_under_one_key_of_its_own(address):
 
 def test_a_scoped_ipv6_address_is_counted_without_its_zone():
     assert client_networks("fe80::1%eth0") == client_networks("fe80::1")
+
+
+@pytest.mark.parametrize("address", ["203.0.113.7%eth0", "203.0.113.7%eth0%1", "::ffff:203.0.113.7%eth0"])
+def test_everything_after_the_first_percent_sign_is_a_zone_and_dropped(address):
+    assert client_networks(address) == ("203.0.113.7", "203.0.113.0/24")
+
+
+def test_requests_without_an_address_share_one_key_that_no_address_has():
+    assert client_key(None) == client_key("") == "unknown"
+    assert client_networks(None) == ("unknown",)

@@ -4,7 +4,7 @@ it answers with, and the OpenAPI document that states it."""
 import pytest
 
 from app import create_app
-from app.api.step_up import StepUpPolicy
+from app.api.step_up import StepUpPolicy, needs_step_up, step_up_required
 from app.challenges import InsufficientUserAuthentication
 from config import Config, ConfigError
 from tests.helpers.settings import app_env
@@ -110,3 +110,14 @@ def test_the_openapi_document_gives_the_poke_its_step_up_401(stub_issuer, fake_r
     assert (
         "insufficient_user_authentication" not in paths["/api/v1/me/profile"]["get"]["responses"]["401"]["description"]
     )
+
+
+def test_a_view_declared_sensitive_is_marked_and_otherwise_left_as_it_is():
+    # Called here, not only through the routes: their decorator runs at import, before any test.
+    def view():
+        return "the view's answer"
+
+    assert step_up_required(view) is view
+    assert needs_step_up(view) is True
+    assert view() == "the view's answer"
+    assert needs_step_up(lambda: None) is False

@@ -119,6 +119,26 @@ def test_a_poke_works_with_a_proof_for_post_and_its_url(api, stub_issuer):
     assert (response.status_code, response.json) == (200, {"success": True})
 
 
+def test_a_dpop_poke_refused_for_step_up_gets_the_step_up_parameters_in_the_dpop_challenge(stub_issuer, redis):
+    app = app_with_alice(stub_issuer.issuer, redis, STEP_UP_ACR="urn:acr:otp", LOGIN_ACR_VALUES="urn:acr:otp")
+    with app.app_context():
+        services().store.profiles.put(Profile("bob", "@b", "Bob"))
+    token = bound_token(stub_issuer, acr="urn:acr:pwd")
+    sent = proof(token, htm="POST", htu="http://localhost/api/v1/pokes")
+    headers = {"Authorization": f"DPoP {token}", "DPoP": sent}
+    response = app.test_client().post("/api/v1/pokes", json={"username": "bob"}, headers=headers)
+    message = "a stronger sign-in is required (acr urn:acr:otp)"
+    assert refusal(response) == (
+        401,
+        "insufficient_user_authentication",
+        message,
+        [
+            f'{CHALLENGE}, error="insufficient_user_authentication", error_description="{message}", '
+            'acr_values="urn:acr:otp"'
+        ],
+    )
+
+
 CASES = {  # case: (what the proof changes, the message, the metrics reason)
     "wrong typ": (dict(header={"typ": "JWT"}), "the DPoP proof's typ is not dpop+jwt", "typ"),
     "no typ": (dict(header={"typ": None}), "the DPoP proof's typ is not dpop+jwt", "typ"),

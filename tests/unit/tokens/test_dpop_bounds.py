@@ -10,6 +10,10 @@ import time
 import fakeredis
 import pytest
 
+from app.store.keys import Keys
+from app.store.proofs import SeenProofs
+from app.tokens.dpop import DpopProofs
+from app.tokens.dpop_jwt import InvalidDpopProof
 from app.tokens.introspection import REFUSED
 from config import Config, ConfigError
 from tests.helpers import apps
@@ -87,6 +91,18 @@ def test_every_listed_public_origin_is_accepted_and_no_other(stub_issuer, redis)
     assert _refusal(call(app, token, [proof(token, htu=f"http://localhost{PROFILE}")])) == refused_proof(
         FOR_ANOTHER_URL
     )
+
+
+@pytest.mark.parametrize("origin", ["https://api.example.com/", "https://API.EXAMPLE.COM", "https://api.example.X"])
+def test_dpop_proofs_take_an_origin_as_written_but_for_a_trailing_slash(redis, origin):
+    # Config drops trailing slashes first; DpopProofs does not rely on it. Hosts compare in any case.
+    proofs = DpopProofs(SeenProofs(redis, Keys("t:")), leeway=5, origins=[origin])
+    sent = proof("the-token", htu=origin.rstrip("/").lower() + PROFILE)
+    proofs.check([sent], method="GET", path=PROFILE, access_token="the-token", jkt=KEY.thumbprint())
+    with pytest.raises(InvalidDpopProof) as refused:
+        other = proof("the-token", htu=f"https://other.example{PROFILE}")
+        proofs.check([other], method="GET", path=PROFILE, access_token="the-token", jkt=KEY.thumbprint())
+    assert refused.value.message == FOR_ANOTHER_URL
 
 
 def test_by_default_the_public_origin_is_the_redirect_uris(stub_issuer, redis):

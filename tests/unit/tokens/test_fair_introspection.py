@@ -267,6 +267,18 @@ def test_a_provider_that_throttles_is_left_alone_by_every_instance_while_known_a
     assert calls(stub) == 4
 
 
+def test_at_the_end_of_its_back_off_an_instance_hears_that_another_was_asked_again(stub, clock):
+    first, second = instances(stub)
+    stub.throttle = (429, {"Retry-After": "7"})
+    assert why(read(first, "token-a")) == (503, PROVIDER_BUSY)
+    clock.advance(7)  # the very instant the back-off ends, for both instances
+    assert why(read(second, "token-b")) == (503, PROVIDER_BUSY)  # asked, and told to wait 7 s more
+    assert calls(stub) == 2
+    busy = read(first, "token-c")
+    assert why(busy) == (503, PROVIDER_BUSY) and busy.headers["Retry-After"] == "7"
+    assert calls(stub) == 2  # the first instance read the new back-off rather than ask again
+
+
 def test_a_stale_answer_is_not_served_while_the_provider_is_throttling(stub, clock):
     [client] = instances(stub, 1, INTROSPECTION_CACHE_TTL="5")
     assert read(client, "token-a").status_code == 200

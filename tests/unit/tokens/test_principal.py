@@ -4,7 +4,7 @@ import pytest
 
 from app.challenges import InvalidToken
 from app.provider import provider_profile
-from app.tokens.principal import build_principal
+from app.tokens.principal import SignedInIdentity, build_principal, signed_in_identity
 
 LOGIN_CLIENTS = {"profile-poke-web"}
 
@@ -20,3 +20,22 @@ def test_a_token_naming_no_client_is_not_a_users():
     claims = {"sub": "user-sub-1", "scope": "svc:profile.private", "preferred_username": "alice"}
     principal = build_principal(claims, provider_profile("keycloak"), LOGIN_CLIENTS, expires_at=0)
     assert (principal.subject, principal.is_user) == ("user-sub-1", False)
+
+
+def test_a_principal_carries_the_tokens_name_when_it_is_text():
+    claims = {"sub": "user-sub-1", "azp": "profile-poke-web", "preferred_username": "alice", "name": "Alice Liddell"}
+    principal = build_principal(claims, provider_profile("keycloak"), LOGIN_CLIENTS, expires_at=0)
+    assert (principal.username, principal.name) == ("alice", "Alice Liddell")  # a new profile's display name
+    unnamed = build_principal({**claims, "name": 42}, provider_profile("keycloak"), LOGIN_CLIENTS, expires_at=0)
+    assert unnamed.name is None
+
+
+def test_an_id_token_gives_its_subject_username_and_name_for_linking():
+    claims = {"sub": "user-sub-1", "preferred_username": "alice", "name": "Alice Liddell"}
+    identity = signed_in_identity(claims, provider_profile("keycloak"))
+    assert identity == SignedInIdentity(subject="user-sub-1", username="alice", name="Alice Liddell")
+
+
+def test_an_id_token_without_its_subject_claim_names_the_empty_subject_the_sign_in_refuses():
+    identity = signed_in_identity({"sub": "pairwise-sub", "name": "Alice"}, provider_profile("entra"))  # no oid
+    assert identity == SignedInIdentity(subject="", username=None, name="Alice")

@@ -192,6 +192,16 @@ def test_a_flooding_address_leaves_other_addresses_new_tokens_alone(stub):
     assert read(client, "a-valid-token", address="198.51.100.7").status_code == 200
 
 
+def test_unknown_tokens_sent_with_the_dpop_scheme_spend_the_same_bound(stub):
+    client = client_for(stub, RATE_LIMIT_INTROSPECTION="2 per minute")
+    stub.active = False
+    dpop = [{"Authorization": f"DPoP junk-{n}"} for n in range(3)]
+    sent = [client.get("/api/v1/me/profile", headers=h, environ_base={"REMOTE_ADDR": "192.0.2.1"}) for h in dpop]
+    assert [response.status_code for response in sent] == [401, 401, 429]
+    assert sent[-1].json["error"]["message"] == "too many unknown access tokens from this address; try again later"
+    assert calls(stub) == (2, 0)
+
+
 def test_a_known_token_costs_no_call_and_is_never_bounded(stub):
     client = client_for(stub, RATE_LIMIT_INTROSPECTION="2 per minute")
     assert read(client, "valid").status_code == 200
@@ -307,6 +317,28 @@ def test_userinfo_gives_the_username_an_answer_lacks(stub):
     response = read(client)
     assert response.status_code == 200, response.json
     assert response.json["data"]["handle"] == "@carol"
+
+
+def test_an_answer_keeps_the_username_it_names_when_userinfo_names_none(stub):
+    stub.changes = {"sub": None, "preferred_username": "carol"}
+    stub.userinfo = (200, {"sub": "sub-of-a-new-user"})
+    client = client_for(stub, LINK_UNCLAIMED_PROFILES="true")  # carol's profile is linked by username
+    with client.application.app_context():
+        services().store.profiles.put(Profile("carol", "@carol", "Carol"))
+    response = read(client)
+    assert response.status_code == 200, response.json
+    assert response.json["data"]["handle"] == "@carol"
+
+
+def test_an_answer_naming_no_client_is_no_users_token_and_never_asks_userinfo(stub):
+    stub.changes = {"client_id": None}
+    client = client_for(stub)
+    response = read(client)
+    assert (response.status_code, response.json["error"]["message"]) == (403, "a user-delegated token is required")
+    stub.changes = {"client_id": None, "sub": None}
+    response = read(client, "opaque-token-2")
+    assert (response.status_code, response.json["error"]["message"]) == (401, REFUSED)
+    assert calls(stub) == (2, 0)
 
 
 def test_an_app_tokens_answer_without_sub_never_asks_userinfo(stub):
