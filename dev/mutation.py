@@ -5,7 +5,8 @@ mutants are killed, or when a survivor has no reason recorded in dev/mutation-eq
 
 `python -m dev.mutation --report-only` writes the reports again from the results in mutants/ without
 running mutmut (after recording an equivalent, or after `mutmut run <names>` re-ran a few mutants
-against new tests); the run time stays that of the last full run.
+against new tests); the run time stays that of the last full run, or is `--seconds N` (the mutmut time
+of a run that was stopped and resumed with `mutmut run`, added up by whoever resumed it).
 """
 
 import ast
@@ -118,7 +119,9 @@ def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if "--report-only" in argv:
+    if "--report-only" in argv and "--seconds" in argv:
+        seconds = float(argv[argv.index("--seconds") + 1])
+    elif "--report-only" in argv:
         seconds = json.loads(REPORT_JSON.read_text())["seconds"] if REPORT_JSON.exists() else 0
     else:
         seconds = run_mutmut()
