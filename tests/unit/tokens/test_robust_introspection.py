@@ -308,20 +308,17 @@ def test_userinfo_gives_only_who_the_user_is_never_scopes_audience_or_client(stu
     assert (response.status_code, response.json["error"]["code"]) == (403, "insufficient_scope")
 
 
-def test_userinfo_gives_the_username_an_answer_lacks(stub):
-    stub.changes = {"sub": None}
-    stub.userinfo = (200, {"sub": "sub-of-a-new-user", "preferred_username": "carol"})
-    client = client_for(stub, LINK_UNCLAIMED_PROFILES="true")  # carol's profile is linked by username
-    with client.application.app_context():
-        services().store.profiles.put(Profile("carol", "@carol", "Carol"))
-    response = read(client)
-    assert response.status_code == 200, response.json
-    assert response.json["data"]["handle"] == "@carol"
-
-
-def test_an_answer_keeps_the_username_it_names_when_userinfo_names_none(stub):
-    stub.changes = {"sub": None, "preferred_username": "carol"}
-    stub.userinfo = (200, {"sub": "sub-of-a-new-user"})
+@pytest.mark.parametrize(
+    ("answer", "userinfo"),
+    [
+        ({"sub": None}, {"sub": "sub-of-a-new-user", "preferred_username": "carol"}),
+        ({"sub": None, "preferred_username": "carol"}, {"sub": "sub-of-a-new-user"}),
+    ],
+    ids=["userinfo gives the username the answer lacks", "the answer keeps the username userinfo lacks"],
+)
+def test_the_username_comes_from_whichever_of_answer_and_userinfo_names_it(stub, answer, userinfo):
+    stub.changes = answer
+    stub.userinfo = (200, userinfo)
     client = client_for(stub, LINK_UNCLAIMED_PROFILES="true")  # carol's profile is linked by username
     with client.application.app_context():
         services().store.profiles.put(Profile("carol", "@carol", "Carol"))
