@@ -8,13 +8,18 @@ from app import create_app
 from config import Config
 from tests.helpers.log_capture import APP_LOGGERS, LineCapture, leaked, seen_secrets
 from tests.helpers.settings import app_env
-from tests.helpers.stub_issuer import StubIssuer
+from tests.helpers.stub_issuer import StubIssuer, give_keys_again
 
 pytest_plugins = ["tests.report"]
 
 
 def pytest_addoption(parser):
     parser.addoption("--redis-cluster", action="store_true", help="run against a real three-master Redis Cluster")
+
+
+def pytest_sessionstart(session):
+    """Each session's stub keys are distinct from one another, whatever an earlier session made."""
+    give_keys_again()
 
 
 def pytest_collection_modifyitems(config, items):
