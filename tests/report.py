@@ -112,6 +112,7 @@ SECTIONS = [
     ("tests/unit/sessions/test_tokens_at_rest.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)",
      "sealed records, plaintext or foreign records end the session with 401, SECRET_KEY_FALLBACKS rotation"),
     ("tests/unit/sessions/test_sealing.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
+    ("tests/unit/sessions/test_session_records.py", "Tokens at rest (AES-GCM, HKDF from cookie + SECRET_KEY)", ""),
     ("tests/unit/sessions/test_backchannel_logout.py", "Back-channel logout tokens",
      "replayed jti, wrong aud/iss, a nonce, missing or other events, iat too old or in the future, wrong typ, "
      "forged signature; sid, sub-only and unmatched tokens"),
@@ -159,6 +160,7 @@ SECTIONS = [
      "Redis answers, the refresh lock held until then"),
     ("tests/unit/test_redis_failover.py", "A Redis master that dies (issue 29)", ""),
     ("tests/unit/store/test_pending_rotations.py", "A Redis master that dies (issue 29)", ""),
+    ("tests/unit/store/test_used_states.py", "Pending sign-ins in the browser (sealed cookies)", ""),
     ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name

@@ -94,3 +94,20 @@ def test_a_session_without_a_proof_gives_a_credential_without_one(tokens):
 )
 def test_a_sign_in_proof_keeps_only_well_formed_members(record, proof):
     assert sign_in_proof(record) == proof
+
+
+@pytest.mark.parametrize("ttl_ms, left", [(1_000_000, 1000), (None, 0)], ids=["a TTL", "no TTL"])
+def test_inspect_says_when_the_idle_timeout_ends_from_the_records_ttl(tokens, fake_redis, clock, ttl_ms, left):
+    signed_in(tokens)
+    if ttl_ms is None:
+        fake_redis.persist(KEYS.token_set(REF))  # PTTL -1: nothing left to count down
+    else:
+        fake_redis.pexpire(KEYS.token_set(REF), ttl_ms)
+    _, idle_expires_at = tokens.inspect(SID)
+    assert clock.time() + left - 0.1 < idle_expires_at <= clock.time() + left
+
+
+def test_a_session_within_a_millisecond_of_its_end_is_kept_one_millisecond():
+    now = 1_800_000_000.0
+    ends_soon = {"ends": now + 0.0005}
+    assert lifetime.Lifetime(None, None, idle_timeout=1800, max_age=28800).ttl_ms(ends_soon, now) == 1

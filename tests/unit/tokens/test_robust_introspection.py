@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from app import metrics
 from app.challenges import SubjectUnknown
-from app.errors import TooManyTokenChecks
+from app.errors import TokenChecksExhausted, TooManyTokenChecks
 from app.extensions import services
 from app.store.keys import Keys
 from app.store.profile_record import Profile
@@ -252,6 +252,19 @@ def test_token_checks_count_in_fixed_windows_that_end():
     assert 0 < redis.pttl("t:token-checks:192.0.2.1") <= 1000
     time.sleep(1.1)
     checks.admit("192.0.2.1")  # a new window
+
+
+def test_a_spent_pool_about_to_renew_asks_for_a_retry_after_one_second():
+    redis = fakeredis.FakeRedis()
+    redis.set(Keys("t:").token_checks(), 1_000, px=900)  # spent, and its window ends within the second
+    checks = TokenChecks(
+        redis, Keys("t:"), per_client="2 per minute", per_network="50 per minute", total="10 per minute"
+    )
+    checks.admit("192.0.2.1")
+    checks.admit("192.0.2.2")  # the network's share, what one client may spend, is still served
+    with pytest.raises(TokenChecksExhausted) as refused:
+        checks.admit("192.0.2.3")
+    assert refused.value.headers() == {"Retry-After": "1"}
 
 
 def test_a_counter_that_lost_its_ttl_gets_one_again():
