@@ -184,11 +184,24 @@ def test_a_new_subject_is_linked_to_a_new_profile_named_by_its_preferred_usernam
         assert services().store.profiles.get("carol").display_name == "Carol C"
 
 
-def test_a_username_owned_by_another_subject_is_403(unit_app, stub_issuer, alice):
+def test_a_username_owned_by_another_subject_is_403_and_a_warning_names_both(unit_app, stub_issuer, alice, caplog):
     token = stub_issuer.sign(stub_issuer.access_claims(sub="another-sub", preferred_username="alice"))
     with context(unit_app, token=token), pytest.raises(Forbidden) as refused:
         authorize(SCOPE)
     assert refused.value.message == "this account's username belongs to another account"
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused subject link")] == [
+        "refused subject link: username alice is taken: subject another-sub, owner user-sub-1"
+    ]
+
+
+def test_a_new_subject_whose_username_claim_is_no_valid_username_is_403_with_what_to_do(unit_app, stub_issuer):
+    token = stub_issuer.sign(stub_issuer.access_claims(sub="sub-of-dave", preferred_username="dave smith"))
+    with context(unit_app, token=token), pytest.raises(Forbidden) as refused:
+        authorize(SCOPE)
+    assert refused.value.message == (
+        "this account's username is not a valid username here; an operator must import its profile "
+        "with its subject, or set TOKEN_USERNAME_CLAIM"
+    )
 
 
 def test_a_new_subject_without_a_preferred_username_is_403_no_profile(unit_app, stub_issuer):
