@@ -59,11 +59,15 @@ def current_user(scope):
     return services().guard.enabled_profile(services().guard.authorize(scope))
 
 
-def session_with(app, access_token: str, *, username: str = "alice") -> None:
-    """A signed-in browser session SID whose access token is `access_token`."""
+def session_with(app, access_token: str, *, username: str = "alice", **proof) -> None:
+    """A signed-in browser session SID whose access token is `access_token` (`proof`: acr, amr, auth_time)."""
     with app.app_context():
         services().session_tokens.start(
-            SID, username=username, sub="user-sub-1", response={"access_token": access_token, "expires_in": 300}
+            SID,
+            username=username,
+            sub="user-sub-1",
+            response={"access_token": access_token, "expires_in": 300},
+            **proof,
         )
 
 
@@ -184,11 +188,24 @@ def test_a_new_subject_is_linked_to_a_new_profile_named_by_its_preferred_usernam
         assert services().store.profiles.get("carol").display_name == "Carol C"
 
 
-def test_a_username_owned_by_another_subject_is_403(unit_app, stub_issuer, alice):
+def test_a_username_owned_by_another_subject_is_403_and_a_warning_names_both(unit_app, stub_issuer, alice, caplog):
     token = stub_issuer.sign(stub_issuer.access_claims(sub="another-sub", preferred_username="alice"))
     with context(unit_app, token=token), pytest.raises(Forbidden) as refused:
         authorize(SCOPE)
     assert refused.value.message == "this account's username belongs to another account"
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused subject link")] == [
+        "refused subject link: username alice is taken: subject another-sub, owner user-sub-1"
+    ]
+
+
+def test_a_new_subject_whose_username_claim_is_no_valid_username_is_403_with_what_to_do(unit_app, stub_issuer):
+    token = stub_issuer.sign(stub_issuer.access_claims(sub="sub-of-dave", preferred_username="dave smith"))
+    with context(unit_app, token=token), pytest.raises(Forbidden) as refused:
+        authorize(SCOPE)
+    assert refused.value.message == (
+        "this account's username is not a valid username here; an operator must import its profile "
+        "with its subject, or set TOKEN_USERNAME_CLAIM"
+    )
 
 
 def test_a_new_subject_without_a_preferred_username_is_403_no_profile(unit_app, stub_issuer):
@@ -196,6 +213,14 @@ def test_a_new_subject_without_a_preferred_username_is_403_no_profile(unit_app, 
     with context(unit_app, token=token), pytest.raises(Forbidden) as refused:
         authorize(SCOPE)
     assert refused.value.message == "this account has no profile"
+
+
+def test_a_cookie_call_is_judged_by_how_its_session_signed_in_not_by_its_access_token(unit_app, stub_issuer, alice):
+    token = stub_issuer.sign(stub_issuer.access_claims(acr="urn:dev:loa:1", auth_time=1_700_000_000))
+    session_with(unit_app, token, acr="urn:dev:loa:2", amr=["pwd", "otp"], auth_time=1_790_000_000)
+    with context(unit_app, cookie=SID, csrf=True):
+        principal, _ = required_principal()
+    assert (principal.acr, principal.auth_time) == ("urn:dev:loa:2", 1_790_000_000)
 
 
 def test_the_profile_a_session_read_with_its_token_is_returned_without_another_read(unit_app, stub_issuer, alice):

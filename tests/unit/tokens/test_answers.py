@@ -135,11 +135,18 @@ def test_a_process_knows_its_own_answers_and_refusals_while_fresh(shared, fake_r
     assert answers.known("d1", NOW + 60) is None and answers.known("d2", NOW + 30) is None
 
 
-def test_junk_refusals_never_push_a_valid_answer_out_of_the_process(shared, fake_redis):
+@pytest.mark.parametrize(
+    "answer_read, junk_read",
+    [(False, False), (True, False), (False, True), (True, True)],
+    ids=["both learnt here", "the answer read from redis", "the refusals read from redis", "both read from redis"],
+)
+def test_junk_refusals_never_push_a_valid_answer_out_of_the_process(shared, fake_redis, answer_read, junk_read):
     answers = Answers(shared, cache_size=2)
-    answers.answer("valid", principal(), until=NOW + 60, now=NOW)
+    (Answers(shared) if answer_read else answers).answer("valid", principal(), until=NOW + 60, now=NOW)
+    answers.known("valid", NOW)
     for number in range(5):
-        answers.refuse(f"junk-{number}", "no", until=NOW + 30, now=NOW)
+        (Answers(shared) if junk_read else answers).refuse(f"junk-{number}", "no", until=NOW + 30, now=NOW)
+        answers.known(f"junk-{number}", NOW)
     fake_redis.flushall()
     assert answers.known("valid", NOW + 1) == Known(principal(), None, NOW + 60)
 

@@ -13,6 +13,7 @@ from email.utils import format_datetime
 import fakeredis
 import pytest
 
+from app.addresses import client_key
 from app.errors import PROVIDER_BUSY
 from app.tokens import introspection
 from app.tokens.introspection import REFUSED
@@ -202,6 +203,14 @@ def test_nat64_clients_are_counted_by_the_ipv4_address_they_carry(stub):
     assert [read(client, secrets.token_hex(8), "64:ff9b::cb00:7107").status_code for _ in range(3)] == [401, 401, 429]
     assert read(client, "junk-a", "64:ff9b::c633:6407").status_code == 401  # another IPv4 user behind the edge
     assert why(read(client, "junk-b", "203.0.113.7")) == (429, FROM_ADDRESS)  # the same IPv4 user, directly
+
+
+def test_requests_without_an_address_share_the_bound_of_the_one_key_no_address_has(stub):
+    [client] = instances(stub, 1, RATE_LIMIT_INTROSPECTION="2 per minute")
+    stub.active = False
+    assert [read(client, secrets.token_hex(8), None).status_code for _ in range(3)] == [401, 401, 429]
+    store = client.application.extensions["profile_poke"].store
+    assert store.redis.get(store.keys.token_checks_of(client_key(None))) == b"3"  # as the rate limits count it
 
 
 # ---------------------------------------------------------------- the pool and each network's share
