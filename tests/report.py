@@ -51,6 +51,7 @@ SECTIONS = [
     ("tests/unit/auth/test_signin_conformance.py", "Sign-in conformance (RP certification cases)",
      "ID tokens with bad iss/aud/signature/alg/nonce/iat/sub/exp/azp, kid-less keys, key rotation, PKCE, "
      "code injection, RFC 9207 iss, token endpoint errors"),
+    ("tests/unit/provider/test_id_token_claims.py", "Sign-in conformance (RP certification cases)", ""),
     ("tests/unit/sessions/test_session_tokens.py", "Session tokens and the refresh protocol (fakeredis)",
      "single refresher, waiters, timeouts, lost compare-and-set, invalid_grant; a refreshed ID token is "
      "verified and must name the session's user"),

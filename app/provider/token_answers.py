@@ -1,6 +1,6 @@
 """How the token endpoint's answers are read: a refresh refused (the session is over, with the
 provider's error code for the audit trail), an outage (the session keeps its tokens), or a 2xx
-without usable tokens."""
+without usable tokens; at sign-in, an answer that is neither a 2xx nor an OAuth error is an outage."""
 
 import math
 import re
@@ -58,8 +58,13 @@ def _error_code(response) -> str | None:
 
 
 def malformed_exchange(response):
-    """Authlib hook on the code exchange response: a 2xx without usable tokens fails the sign-in."""
-    problem = _body_problem(response) if 200 <= response.status_code < 300 else None
+    """Authlib hook on the code exchange response: a 2xx without usable tokens fails the sign-in; any
+    other answer is a refusal when it names an error code, else an outage (only a 2xx carries tokens)."""
+    if not 200 <= response.status_code < 300:
+        if _error_code(response) is None:  # Authlib would read any other JSON object as a token response
+            raise ProviderUnavailable(f"token endpoint answered {response.status_code}")
+        return response
+    problem = _body_problem(response)
     if problem:
         raise LoginFailed(f"the identity provider sent {problem}", status=502, reason="bad_token_response")
     return response

@@ -25,6 +25,7 @@ class StubOP(StubIssuer):
         self.token_endpoint = f"{self.issuer}/token"
         self.token_failure: tuple[int, dict | None] | None = None  # status and body (None: empty) of every answer
         self.token_delay = 0.0  # seconds the token endpoint waits before answering
+        self.token_status = 200  # the status of an answer to a good code exchange (its tokens as ever)
         self.expires_in = 300  # lifetime of the access tokens it issues, as the token response says
         self.id_token = self.sign_id  # default claims -> the ID token, or None to leave it out
         self.token_changes: dict = {}  # fields to change in every token response (None leaves one out)
@@ -83,7 +84,7 @@ class StubOP(StubIssuer):
             or challenge != grant["code_challenge"]
         ):
             return 400, {}, {"error": "invalid_grant"}
-        return 200, {"Cache-Control": "no-store"}, self._token_response(grant)
+        return self.token_status, {"Cache-Control": "no-store"}, self._token_response(grant)
 
     def _token_response(self, grant: dict) -> dict:
         now = int(time.time())

@@ -5,6 +5,7 @@ sign-out, against the stub provider with fakeredis."""
 import hashlib
 import json
 import secrets
+import time
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 import pytest
@@ -32,9 +33,9 @@ def client(app):
     return app.test_client()
 
 
-def authorize(client, **headers) -> tuple[str, dict]:
-    """GET /auth/login, then the provider's authorization endpoint: the callback path and its query."""
-    login = client.get("/auth/login", headers=headers)
+def authorize(client, login_path: str = "/auth/login", **headers) -> tuple[str, dict]:
+    """GET `login_path`, then the provider's authorization endpoint: the callback path and its query."""
+    login = client.get(login_path, headers=headers)
     assert login.status_code == 302
     callback = urlsplit(requests.get(login.headers["Location"], allow_redirects=False, timeout=5).headers["Location"])
     return callback.path, dict(parse_qsl(callback.query))
@@ -165,7 +166,9 @@ def test_a_new_subject_gets_a_profile_named_by_its_preferred_username_and_name(a
     assert (profile.handle, profile.display_name, profile.sub) == ("carol", "Carol Carroll", "user-sub-3")
 
 
-def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, client):
+def test_the_session_answer_says_who_with_which_scopes_until_when_and_how_they_signed_in(app, op, client):
+    auth_time = int(time.time()) - 5
+    id_tokens_with(op, acr="urn:profile-poke:acr:pwd-otp", amr=["pwd", "otp"], auth_time=auth_time)
     assert sign_in(client).status_code == 302
     record = token_set(app, client)
     answer = client.get("/auth/session").json
@@ -176,6 +179,9 @@ def test_the_session_answer_says_who_with_which_scopes_and_until_when(app, clien
         "scopes": ALL_SCOPES,
         "expires_at": int(record["ends"]),
         "idle_timeout": 1800,
+        "acr": "urn:profile-poke:acr:pwd-otp",
+        "amr": ["pwd", "otp"],
+        "auth_time": auth_time,
     }
     assert int(record["started"]) + 1798 <= idle_expires_at <= int(record["started"]) + 1800
 
@@ -228,6 +234,17 @@ def test_a_session_whose_tokens_are_gone_is_not_authenticated(app, client, fake_
     ref = session_ref(app.config["SECRET_KEY"], cookie(client))
     fake_redis.delete(keys_of(app).token_set(ref))  # ended elsewhere; the session record remains
     assert client.get("/auth/session").json == {"authenticated": False}
+
+
+def test_the_session_check_of_a_session_left_to_idle_out_reads_it_by_its_cookie_and_audits_the_end(
+    app, client, fake_redis, audit_lines
+):
+    assert sign_in(client).status_code == 302
+    ended = token_set(app, client)["id"]
+    ref = session_ref(app.config["SECRET_KEY"], cookie(client))
+    fake_redis.delete(keys_of(app).session(ref), keys_of(app).token_set(ref))  # what the idle timeout does
+    assert client.get("/auth/session").json == {"authenticated": False}
+    assert [(event["reason"], event["session"]) for event in audit_lines.events("session.ended")] == [("idle", ended)]
 
 
 def test_a_browser_without_a_session_is_not_authenticated(client):
@@ -357,12 +374,31 @@ def test_sign_out_of_a_session_without_a_refresh_token_revokes_nothing(op, clien
     assert op.revocations == []
 
 
-def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client, audit_lines):
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        ({"error": "access_denied", "error_description": "The user cancelled"}, "access_denied: The user cancelled"),
+        ({"error": "access denied<b>"}, "accessdeniedb"),  # only an error code's characters are shown
+        ({"error": "<>"}, "unknown_error"),
+        ({"error": "login_required"}, "login_required"),  # a silent answer to a sign-in that was not prompt=none
+    ],
+    ids=["code and description", "stray characters", "nothing left", "silent error to an interactive sign-in"],
+)
+def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reason(client, audit_lines, error, shown):
     path, query = authorize(client)
-    error = {"state": query["state"], "error": "access_denied", "error_description": "The user cancelled"}
-    response = client.get(f"{path}?{urlencode(error)}")
-    assert refusal(response) == (400, "the identity provider refused the sign-in: access_denied: The user cancelled")
+    response = client.get(f"{path}?{urlencode({'state': query['state'], **error})}")
+    assert refusal(response) == (400, f"the identity provider refused the sign-in: {shown}")
     assert failures(audit_lines) == [("provider_refused", None, None)]
+
+
+def test_a_sign_in_that_asked_for_max_age_refuses_an_id_token_without_auth_time(client, audit_lines):
+    path, query = authorize(client, "/auth/login?max_age=300")  # the stub's ID tokens name no auth_time
+    response = client.get(f"{path}?{urlencode(query)}")
+    assert refusal(response) == (
+        502,
+        "the identity provider did not sign you in within the last 300 s, as this sign-in asked; please sign in again",
+    )
+    assert failures(audit_lines) == [("stale_auth_time", "user-sub-1", None)]
 
 
 def test_a_callback_for_this_browsers_own_sign_in_without_a_code_is_refused(client, op, audit_lines):

@@ -106,6 +106,11 @@ def unreachable_token_endpoint(op, keys):
         op.token_endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}/token"
 
 
+def no_token_endpoint(op, keys):
+    listed = op.discovery()
+    op.discovery = lambda: {name: url for name, url in listed.items() if name != "token_endpoint"}
+
+
 REFUSED = "the ID token was refused: "
 
 # case -> (how the provider misbehaves, the app's status, the message on the app's error page)
@@ -142,6 +147,10 @@ NONCONFORMING = {
         token_failure(500, {"error": "server_error"}), 503, "the identity provider is unavailable"
     ),
     "token endpoint unreachable": (unreachable_token_endpoint, 503, "the identity provider is unavailable"),
+    # Only a 2xx carries tokens: Authlib alone would sign in with these.
+    "token endpoint answers 300 with tokens": (
+        lambda op, keys: setattr(op, "token_status", 300), 503, "the identity provider is unavailable"
+    ),
 }  # fmt: skip
 
 
@@ -182,6 +191,12 @@ EXCHANGE_FAILURES = {
         "identity provider unavailable: token endpoint: ConnectionError",
         None,
     ),
+    "400 naming no error": (
+        token_failure(400, {"message": "bad request"}),
+        "identity provider unavailable: token endpoint answered 400",
+        None,
+    ),
+    "no token endpoint": (no_token_endpoint, "identity provider unavailable: discovery lists no token_endpoint", None),
 }
 
 

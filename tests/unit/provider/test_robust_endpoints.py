@@ -11,8 +11,9 @@ from urllib.parse import urlsplit
 
 import fakeredis
 import pytest
+from prometheus_client import REGISTRY
 
-from app import create_app
+from app import create_app, metrics
 from app.errors import EndpointNotConfigured, ProviderUnavailable
 from app.health import check_endpoints_in_background
 from app.provider import discovery as provider_module
@@ -20,7 +21,7 @@ from app.provider.discovery import Provider
 from app.provider.metadata import server_metadata_urls
 from config import Config
 from tests.helpers.apps import introspecting_app
-from tests.helpers.clock import FakeClock
+from tests.helpers.clock import FakeClock, finishes_within
 from tests.helpers.settings import app_env
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -29,8 +30,8 @@ SETTING = "https://settings.example/introspect"
 
 class MetadataIssuer(StubIssuer):
     """The stub issuer with an RFC 7662 endpoint, left out of discovery unless `in_discovery`, and RFC
-    8414 documents served at the paths in `served` (path -> document, an HTTP status to answer, or a
-    (status, JSON body) pair)."""
+    8414 documents served at the paths in `served` (path -> document, an HTTP status to answer, a
+    (status, JSON body) pair, or a function returning one of these, called as the request comes)."""
 
     def __init__(self, key):
         super().__init__(key)
@@ -55,6 +56,7 @@ class MetadataIssuer(StubIssuer):
         if method == "GET" and ".well-known/oauth-authorization-server" in path:
             self.fetches["server_metadata"] += 1
             served = self.served.get(path, 404)
+            served = served() if callable(served) else served
             if isinstance(served, tuple):
                 return served[0], {}, served[1]
             return (served, {}, {"error": "x"}) if isinstance(served, int) else (200, {}, served)
@@ -101,6 +103,11 @@ def test_the_rfc_8414_url_puts_the_well_known_segment_before_the_path_then_after
     # Without a path (or only Auth0's trailing slash) both forms are one URL, asked once.
     for issuer in ("https://tenant.example", "https://tenant.example/"):
         assert server_metadata_urls(issuer) == ["https://tenant.example/.well-known/oauth-authorization-server"]
+    # Only slashes are trimmed: a path may end in any other character.
+    assert server_metadata_urls("https://sso.example/tenants/TX") == [
+        "https://sso.example/.well-known/oauth-authorization-server/tenants/TX",
+        "https://sso.example/tenants/TX/.well-known/oauth-authorization-server",
+    ]
 
 
 def test_an_endpoint_in_discovery_wins_and_no_rfc_8414_document_is_fetched(stub):
@@ -185,7 +192,7 @@ def test_the_rfc_8414_document_is_fetched_again_once_stale(stub, monkeypatch):
     stub.served = {stub.rfc8414_path(): stub.server_document(introspection_endpoint=f"{stub.issuer}/moved")}
     clock.advance(59)
     assert idp.endpoint("introspection_endpoint") == stub.introspect_url
-    clock.advance(2)
+    clock.advance(1)  # exactly the ttl old: stale
     assert idp.endpoint("introspection_endpoint") == f"{stub.issuer}/moved"
     assert stub.fetches["server_metadata"] == 2
 
@@ -196,12 +203,35 @@ def test_a_failing_rfc_8414_fetch_is_an_outage_retried_no_sooner_than_the_backof
     stub.served = {stub.rfc8414_path(): 503}
     idp = provider_of(stub, required=("introspection_endpoint",), configured={"introspection_endpoint": SETTING})
     for _ in range(3):
-        with pytest.raises(ProviderUnavailable):
+        with pytest.raises(ProviderUnavailable) as raised:
             idp.endpoint("introspection_endpoint")  # not "set the setting": the provider could not tell
+        # what the operator's "identity provider unavailable: ..." line says
+        assert str(raised.value) == "the authorization server metadata could not be fetched"
     assert stub.fetches["server_metadata"] == 1
     stub.served = {stub.rfc8414_path(): stub.server_document()}
     clock.advance(provider_module.FAILURE_BACKOFF)
     assert idp.endpoint("introspection_endpoint") == stub.introspect_url
+
+
+def test_an_rfc_8414_document_slower_than_the_timeout_is_an_outage(stub):
+    def slow():
+        time.sleep(2)
+        return stub.server_document()
+
+    stub.served = {stub.rfc8414_path(): slow}
+    idp = Provider(stub.issuer, timeout=0.5, discovery_ttl=60, refetch_interval=30)
+    with pytest.raises(ProviderUnavailable):
+        # Bounded here: a fetch without the timeout would wait for the document and find the endpoint.
+        finishes_within(1.5, lambda: idp.endpoint("introspection_endpoint"))
+
+
+def test_an_rfc_8414_fetch_is_counted_under_the_endpoint_name_operations_documents(stub, monkeypatch):
+    monkeypatch.setattr(metrics, "_enabled", True)  # what a METRICS_TOKEN turns on, for this test only
+    labels = {"endpoint": "server_metadata", "outcome": "ok"}
+    before = REGISTRY.get_sample_value("pp_idp_requests_total", labels) or 0.0
+    stub.served = {stub.rfc8414_path(): stub.server_document()}
+    assert provider_of(stub).endpoint("introspection_endpoint") == stub.introspect_url
+    assert REGISTRY.get_sample_value("pp_idp_requests_total", labels) - before == 1
 
 
 @pytest.mark.parametrize(
