@@ -161,7 +161,6 @@ SECTIONS = [
      "Redis answers, the refresh lock held until then"),
     ("tests/unit/test_redis_failover.py", "A Redis master that dies (issue 29)", ""),
     ("tests/unit/store/test_pending_rotations.py", "A Redis master that dies (issue 29)", ""),
-    ("tests/unit/store/test_used_states.py", "Pending sign-ins in the browser (sealed cookies)", ""),
     ("tests/", "Everything else", "configuration, headers, OpenAPI, probes"),
 ]  # fmt: skip
 # Issue 19, robust with every provider and under abuse: one section per point, found by file name
@@ -188,6 +187,7 @@ ROBUST_SECTIONS = [
      "tampered, moved, cut, oversized, reshaped and retired-key cookies and forged states refused as unknown "
      "with no exchange, SECRET_KEY rotation, a replay or two racing callbacks make one exchange, a failed "
      "exchange leaves nothing, callbacks rate-limited"),
+    ("test_used_states", "Pending sign-ins in the browser (sealed cookies)", ""),
     ("test_robust_foreign_callback", "A known state cannot cancel a sign-in",
      "a state learned from browser A sent from browser B with A's code, alone or with an error: no exchange, "
      "nothing written, A's cookie untouched; A then signs in (real provider)"),
@@ -265,7 +265,8 @@ def _summary() -> list[tuple[str, str, list]]:
         grouped[_section(nodeid)].append((nodeid, outcome))
     described = {}
     for _, title, tried in SECTIONS[:-1] + ROBUST_SECTIONS + SECTIONS[-1:]:  # "Everything else" last
-        described.setdefault(title, tried)
+        if not described.get(title):  # placed where the title first appears, told by its first description
+            described[title] = tried
     return [(title, tried, sorted(grouped[title])) for title, tried in described.items() if grouped.get(title)]
 
 
