@@ -391,7 +391,9 @@ def test_a_provider_error_for_this_browsers_own_sign_in_shows_the_providers_reas
     assert failures(audit_lines) == [("provider_refused", None, None)]
 
 
-@pytest.mark.parametrize("error", ["login_required", "consent_required", "interaction_required", "account_selection_required"])
+@pytest.mark.parametrize(
+    "error", ["login_required", "consent_required", "interaction_required", "account_selection_required"]
+)
 def test_a_silent_sign_in_the_provider_declines_returns_to_its_page_with_the_error(client, audit_lines, error):
     path, query = authorize(client, "/auth/login?prompt=none&return_to=/people%3Ftab%3D2")
     response = client.get(f"{path}?{urlencode({'state': query['state'], 'error': error})}")
@@ -404,7 +406,10 @@ def test_a_description_ending_in_the_characters_trimmed_after_an_empty_one_is_sh
     path, query = authorize(client)
     error = {"error": "access_denied", "error_description": "blocked by policy CA-X"}
     response = client.get(f"{path}?{urlencode({'state': query['state'], **error})}")
-    assert refusal(response) == (400, "the identity provider refused the sign-in: access_denied: blocked by policy CA-X")
+    assert refusal(response) == (
+        400,
+        "the identity provider refused the sign-in: access_denied: blocked by policy CA-X",
+    )
 
 
 def test_a_sign_in_that_asked_for_max_age_refuses_an_id_token_without_auth_time(client, audit_lines):
