@@ -4,9 +4,9 @@ Writes docs/mutation-report.md and docs/mutation-report.json. Fails when fewer t
 mutants are killed, or when a survivor has no reason recorded in dev/mutation-equivalents.toml.
 
 `python -m dev.mutation --report-only` writes the reports again from the results in mutants/ without
-running mutmut (after recording an equivalent, or after `mutmut run <names>` re-ran a few mutants
+running mutmut (after recording an equivalent, or after `python -m dev.mutmut_run run <names>` re-ran a few mutants
 against new tests); the run time stays that of the last full run, or is `--seconds N` (the mutmut time
-of a run that was stopped and resumed with `mutmut run`, added up by whoever resumed it).
+of a run that was stopped and resumed with `python -m dev.mutmut_run run`, added up by whoever resumed it).
 """
 
 import ast
@@ -41,7 +41,7 @@ def run_mutmut() -> float:
     subprocess.run(["rm", "-rf", "mutants"], cwd=ROOT, check=True)
     started = time.monotonic()
     with LOG.open("w") as log:
-        run = [sys.executable, "-m", "mutmut", "run"]
+        run = [sys.executable, "-m", "dev.mutmut_run", "run"]
         finished = subprocess.run(run, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
     if finished.returncode != 0:
         tail = LOG.read_text().replace("\r", "\n").splitlines()[-30:]

@@ -44,16 +44,14 @@ def _mutant() -> str | None:
     return name if MUTANT_MARK in name else None
 
 
-def _function(mutant: str) -> str:
-    return mutant.rsplit(MUTANT_MARK, 1)[0]
-
-
-def killers(function: str) -> Counter:
-    """How many of `function`'s mutants each test has killed so far in this run."""
-    if not KILLS.exists():
+def killers(mutant: str, directory: Path = Path()) -> Counter:
+    """How many mutants of `mutant`'s function each test has killed so far in this run."""
+    kills = directory / KILLS
+    if not kills.exists():
         return Counter()
+    function = mutant.rsplit(MUTANT_MARK, 1)[0]
     prefix = json.dumps(function + MUTANT_MARK)[:-1]  # the start of a line naming one of its mutants
-    with KILLS.open(encoding="utf-8") as lines:
+    with kills.open(encoding="utf-8") as lines:
         return Counter(json.loads(line)[1] for line in lines if line.startswith("[" + prefix))
 
 
@@ -70,7 +68,7 @@ def pytest_collection_modifyitems(items):
     mutant = _mutant()
     if not durations or mutant is None:
         return
-    kills = killers(_function(mutant))
+    kills = killers(mutant)
     first = sorted((item for item in items if item.nodeid in kills), key=lambda i: -kills[i.nodeid])
     by_module = defaultdict(list)
     for item in items:
