@@ -20,6 +20,7 @@ from .last_resort import AnswerEveryRequest
 from .logs import configure_logging
 from .metrics import AUDIT_EVENTS, count_redis_error
 from .metrics_endpoint import init_metrics
+from .routing import ProfilePokeFlask
 from .security import register_security_headers
 from .tracing import init_tracing
 from .web import bp as web_bp
@@ -28,7 +29,7 @@ from .wiring import build_services, install_session_interface
 
 def create_app(config: Config | None = None, *, redis=None) -> Flask:
     """A configured app; `config` defaults to the environment, `redis` to a client for REDIS_URL."""
-    app = Flask(__name__)
+    app = ProfilePokeFlask(__name__)
     app.json = CachedEncoderJSONProvider(app)
     config = config or configuration()
     configure_app(app, config)

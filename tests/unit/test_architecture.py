@@ -48,6 +48,7 @@ FLOORS = [
             "app.addresses",
             "app.security",
             "app.json_encoding",
+            "app.routing",
             "app.error_responses",
             "app.redis_failures",
             "app.last_resort",

@@ -1,0 +1,24 @@
+"""The app's URL rules build URLs as Werkzeug's do, though their builders are compiled only when used."""
+
+import pytest
+from flask import url_for
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "values", "url"),
+    [
+        ("api.public_profile", {"username": "alice"}, "/api/v1/users/alice"),
+        ("auth.end_one_session", {"session_id": "a b"}, "/auth/sessions/a%20b"),
+        ("auth.login", {"return_to": "/me?x=1"}, "/auth/login?return_to=/me?x%3D1"),  # unknown values: the query
+        ("static", {"filename": "demo.js"}, "/static/demo.js"),
+    ],
+)
+def test_a_url_is_built_for_an_endpoint_as_werkzeug_builds_it(unit_app, endpoint, values, url):
+    with unit_app.test_request_context():
+        assert url_for(endpoint, **values) == url
+        assert url_for(endpoint, **values) == url  # the builder compiled by the first call, used again
+
+
+def test_a_url_for_an_external_caller_names_the_host(unit_app):
+    with unit_app.test_request_context(base_url="https://pp.example"):
+        assert url_for("auth.callback", _external=True) == "https://pp.example/auth/callback"
