@@ -11,6 +11,7 @@ of a run that was stopped and resumed with `python -m dev.mutmut_run run`, added
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -62,8 +63,8 @@ def results() -> dict[str, str]:
     return statuses
 
 
-def located(name: str) -> dict:
-    """File, line and diff of one mutant; the line is the first changed line in the original file."""
+def changed(name: str) -> dict:
+    """File and changed line of one mutant ("- original" and "+ mutated"), with mutmut's whole diff."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
     from mutmut.utils.format_utils import get_module_from_key
 
@@ -71,7 +72,14 @@ def located(name: str) -> dict:
     diff = get_diff_for_mutant(name, path=path)
     removed = next((line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")), "")
     added = next((line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")), "")
-    return {"file": path, "line": _line_of(path, name, diff), "diff": f"- {removed.strip()}\n+ {added.strip()}"}
+    return {"name": name, "file": path, "diff": f"- {removed.strip()}\n+ {added.strip()}", "unified": diff}
+
+
+def located(name: str) -> dict:
+    """File, line and diff of one mutant; the line is the first changed line in the original file."""
+    found = changed(name)
+    line = _line_of(found["file"], name, found["unified"])
+    return {"name": name, "file": found["file"], "line": line, "diff": found["diff"]}
 
 
 def _line_of(path: str, name: str, diff: str) -> int:
@@ -112,10 +120,20 @@ def reasons() -> list[dict]:
 
 
 def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
+    """Why a mutant survives, if recorded: same file and changed line, and same function if the record
+    names one (`Class.method` or `function`, for a line that is also in another function)."""
     for entry in recorded:
-        if entry["file"] == survivor["file"] and entry["diff"].strip() == survivor["diff"].strip():
+        same_line = entry["file"] == survivor["file"] and entry["diff"].strip() == survivor["diff"].strip()
+        same_function = "function" not in entry or _mangled(entry["function"]) + "__mutmut_" in survivor["name"]
+        if same_line and same_function:
             return entry["why"]
     return None
+
+
+def _mangled(function: str) -> str:
+    """mutmut's name for a function (`x_name`) or a method (`xǁClassǁname`)."""
+    owner, _, name = function.rpartition(".")
+    return f"xǁ{owner}ǁ{name}" if owner else f"x_{name}"
 
 
 def main(argv: list[str]) -> int:
@@ -145,6 +163,7 @@ def main(argv: list[str]) -> int:
         "mutants": len(statuses),
         "killed": killed,
         "seconds": round(seconds),
+        "equivalents_run": os.environ.get("MUTATION_RUN_EQUIVALENTS") == "1",
         "survived": survived,
     }
     REPORT_JSON.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -169,6 +188,8 @@ def markdown(report: dict) -> str:
         f"- Modules: {', '.join(f'`{module}`' for module in report['modules'])}",
         f"- Mutants: {report['mutants']}; killed: {report['killed']} ({score:.1%}); "
         f"survived: {len(report['survived'])}; run time: {report['seconds']} s on this machine",
+        "- Survivors with a recorded reason "
+        + ("were run too (`MUTATION_RUN_EQUIVALENTS=1`)." if report.get("equivalents_run") else "were not run again."),
         "",
         "## Survivors and why each is equivalent",
         "",

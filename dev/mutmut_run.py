@@ -1,4 +1,5 @@
-"""`mutmut` whose mutants try their function's earlier killers first, in a pytest session of their own.
+"""`mutmut` whose mutants try their function's earlier killers first, and whose recorded equivalents
+are not run again.
 
 A mutant's session collects every module of the tests that cover its function (up to 25 modules and
 500 tests for the token and sign-in code) before it runs the first, and collecting was most of the
@@ -7,33 +8,45 @@ time of a mutant killed at once. Most mutants of a function die by a test that k
 they leave alive pays for the full list, which then runs without them. Whether a mutant dies does not
 change: a survivor has run every test that covers it.
 
+A mutant dev/mutation-equivalents.toml records as equivalent (by its file and its exact changed line)
+counts as a survivor without running: it survives every test by definition, and running the hundreds
+of tests that cover it was a third of a run. `MUTATION_RUN_EQUIVALENTS=1` runs them as well, to see
+that each still survives (a record that no longer matches its line runs anyway).
+
 Use it as mutmut: `python -m dev.mutmut_run run [names]`.
 """
 
+import os
 import sys
 from pathlib import Path
 
 from mutmut.__main__ import cli
 from mutmut.runners.harness import PytestRunner
 
+from dev.mutation import changed, reason_for, reasons
+
 NO_TESTS_COLLECTED = 5
+SURVIVED = 0
+RECORDED = [] if os.environ.get("MUTATION_RUN_EQUIVALENTS") == "1" else reasons()
 _run_tests = PytestRunner.run_tests
 
 
 def run_tests(self, *, mutant_name: str | None, tests) -> int:
     """Run `tests` against the mutant, the function's earlier killers first and alone."""
-    tests = list(tests)
-    kills = {}
-    if mutant_name:
-        # Imported here, as pytest imported it from mutants/: importing it sooner, from the top,
-        # would make pytest take the top's `tests` package for the one in mutants/.
-        from tests.helpers.mutation_order import killers
+    if not mutant_name:
+        return _run_tests(self, mutant_name=mutant_name, tests=tests)
+    if RECORDED and reason_for(changed(mutant_name), RECORDED):
+        return SURVIVED
+    # Imported here, as pytest imported it from mutants/: importing it sooner, from the top, would
+    # make pytest take the top's `tests` package for the one in mutants/.
+    from tests.helpers.mutation_order import killers
 
-        kills = killers(mutant_name, Path("mutants"))
+    tests = list(tests)
+    kills = killers(mutant_name, Path("mutants"))
     first = [test for test in tests if test in kills]
     if first:
         exit_code = _run_tests(self, mutant_name=mutant_name, tests=first)
-        if exit_code not in (0, NO_TESTS_COLLECTED) or len(first) == len(tests):
+        if exit_code not in (SURVIVED, NO_TESTS_COLLECTED) or len(first) == len(tests):
             return exit_code
         tests = [test for test in tests if test not in kills]
     return _run_tests(self, mutant_name=mutant_name, tests=tests)
