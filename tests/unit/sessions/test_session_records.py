@@ -21,7 +21,8 @@ NOW = 1_800_000_000.0
 
 
 @pytest.fixture
-def clock(monkeypatch):
+def records_clock(monkeypatch):
+    """The session records' clock, moved only by the test (the shared `clock` fixture moves the provider's)."""
     fake = FakeClock(start=NOW)
     monkeypatch.setattr(records, "time", fake)
     return fake
@@ -83,7 +84,9 @@ def test_opening_gives_the_record_back_without_its_sealed_fields():
     assert sealer.open_record(SID, sealer.seal_record(SID, record)) == (record, False)
 
 
-def test_a_record_sealed_under_an_old_key_is_sealed_again_and_names_the_version_stored(token_sets, fake_redis, clock):
+def test_a_record_sealed_under_an_old_key_is_sealed_again_and_names_the_version_stored(
+    token_sets, fake_redis, records_clock
+):
     token_sets.create(REF, Sealer(OLD_SECRET, []).seal_record(SID, a_record()), 60_000, end={}, end_ttl_ms=60_000)
     session_records = SessionRecords(token_sets, Sealer(SECRET, [OLD_SECRET]))
     record = session_records.opened(SID, REF, token_sets.load(REF)[0])
@@ -92,14 +95,16 @@ def test_a_record_sealed_under_an_old_key_is_sealed_again_and_names_the_version_
     assert Sealer(SECRET, []).open_record(SID, stored) == ({**a_record(), "v": 2}, False)
 
 
-def test_the_end_of_a_session_is_remembered_a_day_past_its_absolute_end(token_sets, fake_redis, clock):
+def test_the_end_of_a_session_is_remembered_a_day_past_its_absolute_end(token_sets, fake_redis, records_clock):
     SessionRecords(token_sets, Sealer(SECRET, [])).create(SID, REF, a_record(), 60_000)
     expected_ms = (28_800 + END_TOLD_FOR) * 1000
     assert expected_ms - 5_000 < fake_redis.pttl(KEYS.session_end(REF)) <= expected_ms
 
 
 @pytest.mark.parametrize("ends, reason", [(NOW, "absolute"), (NOW + 0.001, "idle")], ids=["at its end", "before"])
-def test_a_session_found_gone_at_its_absolute_end_is_told_as_absolute(token_sets, clock, audit_lines, ends, reason):
+def test_a_session_found_gone_at_its_absolute_end_is_told_as_absolute(
+    token_sets, records_clock, audit_lines, ends, reason
+):
     token_sets.create(REF, {"v": 1}, 60_000, end={"id": "public-id", "ends": ends}, end_ttl_ms=60_000)
     SessionRecords(token_sets, Sealer(SECRET, [])).found_ended(REF)
     [ended] = audit_lines.events("session.ended")
