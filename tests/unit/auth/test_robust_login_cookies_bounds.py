@@ -86,30 +86,36 @@ def forged_mac(state: str) -> str:
 
 
 def resealed(record: bytes):
-    """A cookie value for `state` sealed as the app seals, around `record` instead of a sign-in's."""
+    """A change of a login cookie's value to one sealed as the app seals, around `record` instead."""
     return lambda state, value: f"{value.partition('.')[0]}.{Sealer(SECRET, [], info=SEALING_INFO).seal(state, record)}"
+
+
+def kept(state: str) -> str:
+    return state
+
+
+def unchanged(state: str, value: str) -> str:
+    return value
 
 
 @pytest.mark.parametrize(
     ("change_state", "change_value", "reason"),
     [
-        (lambda state: state[:-1], None, UNKNOWN_STATE),
-        (forged_mac, None, UNKNOWN_STATE),
-        (None, lambda state, value: value + "A" * (MAX_COOKIE - len(value) + 1), UNKNOWN_STATE),
-        (None, lambda state, value: value[:-8], UNKNOWN_STATE),
-        (None, resealed(b'["v","/",""]'), UNKNOWN_STATE),
-        (None, resealed(b"\xff"), UNKNOWN_STATE),
-        (None, "no cookie", OTHER_BROWSER),
+        (lambda state: state[:-1], unchanged, UNKNOWN_STATE),
+        (forged_mac, unchanged, UNKNOWN_STATE),
+        (kept, lambda state, value: value + "A" * (MAX_COOKIE - len(value) + 1), UNKNOWN_STATE),
+        (kept, lambda state, value: value[:-8], UNKNOWN_STATE),
+        (kept, resealed(b'["v","/",""]'), UNKNOWN_STATE),
+        (kept, resealed(b"\xff"), UNKNOWN_STATE),
+        (kept, lambda state, value: None, OTHER_BROWSER),
     ],
     ids=["not a state", "a MAC not ours", "4097 characters", "cut short", "three fields", "not UTF-8", "no cookie"],
 )
 def test_each_refusal_names_its_reason_for_the_audit(sign_ins, change_state, change_value, reason):
     state, _, value = sign_ins.start(Pending(VERIFIER, "/", "", ""))
-    state = change_state(state) if change_state else state
-    if change_value == "no cookie":
-        cookies = {}
-    else:
-        cookies = {sign_ins.cookie_name(state): change_value(state, value) if change_value else value}
+    state = change_state(state)
+    cookie = change_value(state, value)
+    cookies = {} if cookie is None else {sign_ins.cookie_name(state): cookie}
     assert refusal_reason(sign_ins, state, cookies) == reason
 
 
