@@ -5,7 +5,7 @@ import pytest
 
 from app.store.keys import Keys
 from app.store.profile_record import Profile, normalize_username
-from app.store.profiles import Profiles, SubjectClash
+from app.store.profiles import NoProfile, Profiles, SubjectClash
 
 KEYS = Keys("t:")
 
@@ -45,10 +45,13 @@ def test_the_public_read_leaves_out_the_private_stats(profiles):
     assert (public.handle, public.aggregate_scores, public.stats) == ("@alice", {"karma": 7}, {})
 
 
-def test_a_profile_stored_without_a_handle_is_public_under_its_username(profiles, fake_redis):
-    fake_redis.hset(KEYS.user("bob"), mapping={"username": "bob", "display_name": "Bob"})
+@pytest.mark.parametrize(("stored", "display_name"), [({"display_name": "Bob"}, "Bob"), ({}, "bob")])
+def test_a_profile_stored_without_a_handle_or_name_is_public_under_its_username(
+    profiles, fake_redis, stored, display_name
+):
+    fake_redis.hset(KEYS.user("bob"), mapping={"username": "bob", **stored})
     public = profiles.get_public("bob")
-    assert (public.username, public.handle, public.display_name) == ("bob", "bob", "Bob")
+    assert (public.username, public.handle, public.display_name) == ("bob", "bob", display_name)
 
 
 def test_disabling_an_unknown_user_says_so_and_creates_nothing(profiles, fake_redis):
@@ -62,6 +65,12 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
     assert profiles.get("alice").disabled is True
     assert profiles.set_disabled("alice", False) is True
     assert profiles.get("alice").disabled is False
+
+
+def test_a_new_subject_without_a_username_claim_is_refused_and_nothing_is_written(profiles, fake_redis):
+    with pytest.raises(NoProfile, match="subject sub-dan has no profile and no username claim"):
+        profiles.find_or_link_username("sub-dan", None, "Dan")
+    assert fake_redis.keys("*") == []
 
 
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
