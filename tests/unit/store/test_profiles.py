@@ -3,8 +3,10 @@ linked elsewhere while it signed in."""
 
 import pytest
 
+from app.store.import_plan import ImportCounts, ImportRecord
 from app.store.keys import Keys
 from app.store.profile_record import Profile, normalize_username
+from app.store.profile_import import ProfileImport
 from app.store.profiles import NoProfile, Profiles, SubjectClash
 
 KEYS = Keys("t:")
@@ -71,6 +73,14 @@ def test_a_new_subject_without_a_username_claim_is_refused_and_nothing_is_writte
     with pytest.raises(NoProfile, match="subject sub-dan has no profile and no username claim"):
         profiles.find_or_link_username("sub-dan", None, "Dan")
     assert fake_redis.keys("*") == []
+
+
+def test_an_import_finds_an_account_the_operator_enabled_again_as_its_file_says(profiles, fake_redis):
+    importer = ProfileImport(fake_redis, KEYS, profiles)
+    assert importer.run([ImportRecord("bob", {"disabled": False})]) == ImportCounts(created=1)
+    profiles.set_disabled("bob", True)
+    profiles.set_disabled("bob", False)  # `users enable` and the import write "enabled" alike
+    assert importer.run([ImportRecord("bob", {"disabled": False})]) == ImportCounts(unchanged=1)
 
 
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
