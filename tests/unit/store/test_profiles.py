@@ -100,6 +100,17 @@ def test_a_subject_linked_to_another_profile_while_it_signed_in_is_told_to_sign_
     assert fake_redis.get(KEYS.subject("sub-carol")) == b"caroline"
 
 
+def test_an_unclaimed_profile_is_not_claimed_unless_the_operator_allows_it(profiles, fake_redis):
+    fake_redis.hset(KEYS.user("kate"), mapping=Profile("kate", "@kate", "Kate").to_hash())  # imported without sub
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-kate", "Kate", "Kate K")
+    assert clash.value.message == (
+        "the username kate is taken by a profile not yet linked to an account; an operator must link it"
+    )
+    assert profiles.get("kate") == Profile("kate", "@kate", "Kate")
+    assert fake_redis.exists(KEYS.subject("sub-kate")) == 0
+
+
 def test_an_unclaimed_profile_claimed_by_a_subject_linked_elsewhere_meanwhile_is_unclaimed_again(fake_redis):
     profiles = Profiles(fake_redis, KEYS, link_unclaimed=True)
     fake_redis.hset(KEYS.user("kate"), mapping=Profile("kate", "@kate", "Kate").to_hash())  # imported without sub
