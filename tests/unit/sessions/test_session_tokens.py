@@ -400,6 +400,28 @@ def test_the_per_process_user_cache_is_bounded(token_sets, login_client, fake_re
     assert tokens.credential_for_cookie(SID).profile is None
 
 
+def test_an_ended_session_gives_up_its_place_in_the_per_process_user_cache(token_sets, login_client, fake_redis):
+    tokens = SessionTokens(
+        token_sets,
+        login_client,
+        SessionIndex(fake_redis, KEYS),
+        secret_key=SECRET,
+        idle_timeout=IDLE,
+        max_age=28800,
+        idp_timeout=0.05,
+        users_cached=2,
+    )
+    fake_redis.hset(KEYS.user("alice"), mapping=Profile("alice", "@alice", "Alice").to_hash())
+    tokens.start("bob-cookie", username="bob", sub="sub-bob", response={"access_token": "at-b"})
+    tokens.current("bob-cookie")
+    tokens.end("bob-cookie")
+    sign_in(tokens, expires_in=300)
+    tokens.start("carol-cookie", username="carol", sub="sub-carol", response={"access_token": "at-c"})
+    tokens.current(SID)
+    tokens.current("carol-cookie")  # two live sessions fill the cache without starting it over
+    assert tokens.credential_for_cookie(SID).profile.username == "alice"
+
+
 def test_ending_a_session_removes_its_tokens_and_returns_them(tokens, token_sets, fake_redis):
     sign_in(tokens, expires_in=300)
     fake_redis.set(KEYS.session(REF), "flask-session")
