@@ -83,6 +83,15 @@ def test_an_import_finds_an_account_the_operator_enabled_again_as_its_file_says(
     assert importer.run([ImportRecord("bob", {"disabled": False})]) == ImportCounts(unchanged=1)
 
 
+def test_the_subject_link_memory_holds_as_many_links_as_it_is_told(fake_redis):
+    profiles = Profiles(fake_redis, KEYS, link_cache_size=1)
+    fake_redis.set(KEYS.subject("sub-1"), "alice")
+    fake_redis.set(KEYS.subject("sub-2"), "bob")
+    assert (profiles.linked_username("sub-1"), profiles.linked_username("sub-2")) == ("alice", "bob")
+    fake_redis.delete(KEYS.subject("sub-1"))
+    assert profiles.linked_username("sub-1") is None  # pushed out by sub-2's link: read again
+
+
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
     assert Profiles(fake_redis, KEYS).find_or_link_username("sub-carol", "Carol", "Carol C") == "carol"
     assert Profiles(fake_redis, KEYS).linked_username("sub-carol") == "carol"
