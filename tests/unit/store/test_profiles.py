@@ -5,8 +5,8 @@ import pytest
 
 from app.store.import_plan import ImportCounts, ImportRecord
 from app.store.keys import Keys
-from app.store.profile_record import Profile, normalize_username
 from app.store.profile_import import ProfileImport
+from app.store.profile_record import Profile, normalize_username
 from app.store.profiles import NoProfile, Profiles, SubjectClash
 
 KEYS = Keys("t:")
