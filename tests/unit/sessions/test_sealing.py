@@ -48,3 +48,12 @@ def test_the_sessions_name_in_redis_does_not_yield_its_key():
     guessed_key = HKDFExpand(algorithm=hashes.SHA256(), length=32, info=INFO).derive(name_in_redis)
     with pytest.raises(InvalidTag):
         AESGCM(guessed_key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], INFO)
+
+
+def test_the_shortest_sealed_value_opens_and_one_byte_less_is_truncated():
+    sealer = Sealer(NEW, [])
+    sealed = sealer.seal(COOKIE, b"")  # nonce and tag only
+    assert sealer.open(COOKIE, sealed) == (b"", False)
+    raw = base64.urlsafe_b64decode(sealed.removeprefix(f"{VERSION}."))
+    with pytest.raises(Unsealable, match="truncated"):
+        sealer.open(COOKIE, f"{VERSION}." + base64.urlsafe_b64encode(raw[:-1]).decode())

@@ -348,6 +348,17 @@ def test_use_within_a_minute_of_the_last_extension_writes_nothing(tokens, fake_r
     assert fake_redis.pttl(KEYS.token_set(REF)) <= (IDLE - 30) * 1000
 
 
+def test_a_use_extends_the_session_once_its_ttl_is_below_the_threshold_not_at_it(token_sets, fake_redis, clock):
+    life = lifetime.Lifetime(token_sets, None, idle_timeout=IDLE, max_age=28800)
+    record = {"ends": clock.time() + 28800}
+    threshold_ms = IDLE * 1000 - lifetime.IDLE_TOUCH_SLACK_MS
+    fake_redis.set(KEYS.token_set(REF), "tokens", px=5_000)
+    life.used(REF, record, threshold_ms)  # the PTTL the caller read: exactly the threshold
+    assert fake_redis.pttl(KEYS.token_set(REF)) <= 5_000
+    life.used(REF, record, threshold_ms - 1)
+    assert fake_redis.pttl(KEYS.token_set(REF)) > (IDLE - 5) * 1000
+
+
 def test_a_short_lived_session_is_extended_once_a_quarter_of_its_time_has_passed(tokens, token_sets, fake_redis, clock):
     record = sign_in(tokens, expires_in=300)
     assert token_sets.replace(REF, 1, sealed({**record, "ends": clock.time() + 100}))  # 100 s left in all
@@ -398,6 +409,28 @@ def test_the_per_process_user_cache_is_bounded(token_sets, login_client, fake_re
     assert tokens.credential_for_cookie(SID).profile.username == "alice"
     tokens.current("another-cookie")  # the cache is full: it starts over
     assert tokens.credential_for_cookie(SID).profile is None
+
+
+def test_an_ended_session_gives_up_its_place_in_the_per_process_user_cache(token_sets, login_client, fake_redis):
+    tokens = SessionTokens(
+        token_sets,
+        login_client,
+        SessionIndex(fake_redis, KEYS),
+        secret_key=SECRET,
+        idle_timeout=IDLE,
+        max_age=28800,
+        idp_timeout=0.05,
+        users_cached=2,
+    )
+    fake_redis.hset(KEYS.user("alice"), mapping=Profile("alice", "@alice", "Alice").to_hash())
+    tokens.start("bob-cookie", username="bob", sub="sub-bob", response={"access_token": "at-b"})
+    tokens.current("bob-cookie")
+    tokens.end("bob-cookie")
+    sign_in(tokens, expires_in=300)
+    tokens.start("carol-cookie", username="carol", sub="sub-carol", response={"access_token": "at-c"})
+    tokens.current(SID)
+    tokens.current("carol-cookie")  # two live sessions fill the cache without starting it over
+    assert tokens.credential_for_cookie(SID).profile.username == "alice"
 
 
 def test_ending_a_session_removes_its_tokens_and_returns_them(tokens, token_sets, fake_redis):

@@ -77,3 +77,10 @@ def test_a_poke_no_replica_confirmed_is_counted_as_an_unconfirmed_poke():
     confirmed = ConfirmedWrites(master, timeout_ms=100, on_unconfirmed=unconfirmed.append)
     assert Pokes(master, KEYS, confirmed).try_poke("alice", "bob")[1] == PokeOutcome(PokeResult.POKED)
     assert unconfirmed == ["poke"]
+
+
+def test_pokes_given_no_confirmed_writes_never_ask_for_a_replica(caplog):
+    master = sentinel_master_without_replica()
+    master.hset(KEYS.user("bob"), mapping=Profile("bob", "@bob", "Bob").to_hash())
+    assert Pokes(master, KEYS).try_poke("alice", "bob")[1] == PokeOutcome(PokeResult.POKED)
+    assert [record.getMessage() for record in caplog.records] == []  # no ROLE asked, nothing unconfirmed

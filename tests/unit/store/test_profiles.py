@@ -3,9 +3,11 @@ linked elsewhere while it signed in."""
 
 import pytest
 
+from app.store.import_plan import ImportCounts, ImportRecord
 from app.store.keys import Keys
+from app.store.profile_import import ProfileImport
 from app.store.profile_record import Profile, normalize_username
-from app.store.profiles import Profiles, SubjectClash
+from app.store.profiles import NoProfile, Profiles, SubjectClash
 
 KEYS = Keys("t:")
 
@@ -45,10 +47,13 @@ def test_the_public_read_leaves_out_the_private_stats(profiles):
     assert (public.handle, public.aggregate_scores, public.stats) == ("@alice", {"karma": 7}, {})
 
 
-def test_a_profile_stored_without_a_handle_is_public_under_its_username(profiles, fake_redis):
-    fake_redis.hset(KEYS.user("bob"), mapping={"username": "bob", "display_name": "Bob"})
+@pytest.mark.parametrize(("stored", "display_name"), [({"display_name": "Bob"}, "Bob"), ({}, "bob")])
+def test_a_profile_stored_without_a_handle_or_name_is_public_under_its_username(
+    profiles, fake_redis, stored, display_name
+):
+    fake_redis.hset(KEYS.user("bob"), mapping={"username": "bob", **stored})
     public = profiles.get_public("bob")
-    assert (public.username, public.handle, public.display_name) == ("bob", "bob", "Bob")
+    assert (public.username, public.handle, public.display_name) == ("bob", "bob", display_name)
 
 
 def test_disabling_an_unknown_user_says_so_and_creates_nothing(profiles, fake_redis):
@@ -62,6 +67,29 @@ def test_an_account_can_be_disabled_and_enabled_again(profiles):
     assert profiles.get("alice").disabled is True
     assert profiles.set_disabled("alice", False) is True
     assert profiles.get("alice").disabled is False
+
+
+def test_a_new_subject_without_a_username_claim_is_refused_and_nothing_is_written(profiles, fake_redis):
+    with pytest.raises(NoProfile, match="subject sub-dan has no profile and no username claim"):
+        profiles.find_or_link_username("sub-dan", None, "Dan")
+    assert fake_redis.keys("*") == []
+
+
+def test_an_import_finds_an_account_the_operator_enabled_again_as_its_file_says(profiles, fake_redis):
+    importer = ProfileImport(fake_redis, KEYS, profiles)
+    assert importer.run([ImportRecord("bob", {"disabled": False})]) == ImportCounts(created=1)
+    profiles.set_disabled("bob", True)
+    profiles.set_disabled("bob", False)  # `users enable` and the import write "enabled" alike
+    assert importer.run([ImportRecord("bob", {"disabled": False})]) == ImportCounts(unchanged=1)
+
+
+def test_the_subject_link_memory_holds_as_many_links_as_it_is_told(fake_redis):
+    profiles = Profiles(fake_redis, KEYS, link_cache_size=1)
+    fake_redis.set(KEYS.subject("sub-1"), "alice")
+    fake_redis.set(KEYS.subject("sub-2"), "bob")
+    assert (profiles.linked_username("sub-1"), profiles.linked_username("sub-2")) == ("alice", "bob")
+    fake_redis.delete(KEYS.subject("sub-1"))
+    assert profiles.linked_username("sub-1") is None  # pushed out by sub-2's link: read again
 
 
 def test_a_link_made_by_one_process_is_found_by_another_without_linking(fake_redis):
@@ -79,6 +107,17 @@ def test_a_subject_linked_to_another_profile_while_it_signed_in_is_told_to_sign_
     )
     assert fake_redis.exists(KEYS.user("carol")) == 0  # the profile it made for the sign-in is undone
     assert fake_redis.get(KEYS.subject("sub-carol")) == b"caroline"
+
+
+def test_an_unclaimed_profile_is_not_claimed_unless_the_operator_allows_it(profiles, fake_redis):
+    fake_redis.hset(KEYS.user("kate"), mapping=Profile("kate", "@kate", "Kate").to_hash())  # imported without sub
+    with pytest.raises(SubjectClash) as clash:
+        profiles.link_subject("sub-kate", "Kate", "Kate K")
+    assert clash.value.message == (
+        "the username kate is taken by a profile not yet linked to an account; an operator must link it"
+    )
+    assert profiles.get("kate") == Profile("kate", "@kate", "Kate")
+    assert fake_redis.exists(KEYS.subject("sub-kate")) == 0
 
 
 def test_an_unclaimed_profile_claimed_by_a_subject_linked_elsewhere_meanwhile_is_unclaimed_again(fake_redis):

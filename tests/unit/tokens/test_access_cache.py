@@ -54,9 +54,10 @@ def test_the_leeway_counts_to_the_fraction_of_a_second_too(stub, monkeypatch):
     now = float(int(time.time())) + 0.75
     monkeypatch.setattr(time, "time", lambda: now)
     tokens = access_tokens(stub, leeway=10)
-    assert refusal(tokens, stub.sign(stub.access_claims(exp=now - 10.25, iat=int(now) - 60))) == (
-        "the access token has expired"
-    )
+    for lapsed in (now - 10.25, now - 10):  # the second dies this very instant
+        assert refusal(tokens, stub.sign(stub.access_claims(exp=lapsed, iat=int(now) - 60))) == (
+            "the access token has expired"
+        )
     assert refusal(tokens, stub.sign(stub.access_claims(exp=now - 9.75, iat=int(now) - 60))) is None
 
 
@@ -68,3 +69,28 @@ def test_a_verified_token_is_vouched_for_by_the_cache_until_exp_plus_leeway(stub
     stub.published = [successor]
     tokens.verify(stub.sign(stub.access_claims(jti="new"), key=successor))  # the first key is gone
     assert refusal(tokens, token) is None  # only the cache can still vouch for it
+
+
+def test_a_cached_token_is_dead_at_exp_plus_leeway_to_the_fraction_of_a_second(stub, monkeypatch):
+    now = float(int(time.time())) + 0.75
+    monkeypatch.setattr(time, "time", lambda: now)
+    tokens = access_tokens(stub, leeway=10)
+    token = stub.sign(stub.access_claims(exp=now + 0.25, iat=int(now) - 60))
+    assert refusal(tokens, token) is None  # verified, and cached until exp + leeway
+    now += 10.25  # exactly exp + leeway
+    assert refusal(tokens, token) == "the access token has expired"
+
+
+def test_a_cached_token_found_expired_gives_up_its_place(stub, monkeypatch):
+    now = float(int(time.time()))
+    monkeypatch.setattr(time, "time", lambda: now)
+    tokens = access_tokens(stub, cache_size=2, leeway=0)
+    lasting, brief = (stub.sign(stub.access_claims(jti=jti, exp=now + exp)) for jti, exp in (("a", 600), ("b", 1)))
+    tokens.verify(lasting)
+    tokens.verify(brief)
+    now += 1
+    assert refusal(tokens, brief) == "the access token has expired"  # and forgotten: one place free
+    successor = stub.new_key("stub-key-2")
+    stub.published = [successor]
+    tokens.verify(stub.sign(stub.access_claims(jti="c"), key=successor))  # the first key is gone
+    assert refusal(tokens, lasting) is None  # only the cache can still vouch for it

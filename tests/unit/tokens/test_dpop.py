@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from app.extensions import services
 from app.store.profile_record import Profile
-from app.tokens.dpop import normalized_url
+from app.tokens.dpop import PROOF_MAX_AGE, normalized_url
 from app.tokens.dpop_nonces import DpopNonces
 from tests.helpers import apps
 from tests.helpers.stub_issuer import b64url
@@ -499,6 +499,15 @@ def test_a_proof_at_the_edges_of_what_is_allowed_passes(api, stub_issuer, change
         ).status_code
         == 200
     )
+
+
+@pytest.mark.parametrize("edge", ["oldest", "newest"])
+def test_a_proof_issued_at_either_end_of_its_window_passes(api, stub_issuer, monkeypatch, edge):
+    now = float(int(time.time()))
+    monkeypatch.setattr(time, "time", lambda: now)  # the proof's window ends on this very instant
+    iat = now - PROOF_MAX_AGE if edge == "oldest" else now + api.config["TOKEN_LEEWAY"]
+    token = bound_token(stub_issuer)
+    assert call(api, token, [proof(token, iat=iat)]).status_code == 200
 
 
 def test_a_proof_of_exactly_the_size_limit_is_parsed_and_one_byte_more_is_not(api, stub_issuer):
