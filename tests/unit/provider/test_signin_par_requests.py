@@ -226,7 +226,7 @@ def test_par_off_uses_the_front_channel_even_when_discovery_names_an_endpoint(is
 
 def test_an_unknown_par_mode_is_refused_at_construction(issuer):
     provider = Provider(issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
-    with pytest.raises(ValueError, match="OIDC_PAR"):
+    with pytest.raises(ValueError, match=r"^OIDC_PAR must be one of auto, require, off$"):
         AuthorizationRequests(provider, PublicClient("web", SCOPES, timeout=1), par="sometimes")
 
 
