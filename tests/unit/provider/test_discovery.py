@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 
 from app import metrics
 from app.errors import ProviderUnavailable
-from app.provider.discovery import Provider
+from app.provider.discovery import FAILURE_BACKOFF, Provider
 from tests.helpers.clock import finishes_within
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -56,14 +56,18 @@ def test_a_stale_discovery_document_serves_while_the_provider_is_down(key, clock
     assert provider.metadata() == document
 
 
-def test_a_failed_discovery_is_not_tried_again_within_the_backoff(stub):
+def test_a_failed_discovery_is_tried_again_only_after_the_backoff(stub, clock):
     provider = provider_of(f"{stub.issuer}/other")  # the stub's document names its own issuer: refused
     for _ in range(2):
         with pytest.raises(ProviderUnavailable) as raised:
             provider.metadata()
         # what the operator's "identity provider unavailable: ..." line says
         assert str(raised.value) == "no discovery document"
+        clock.advance(FAILURE_BACKOFF / 2)
     assert stub.fetches["discovery"] == 1
+    with pytest.raises(ProviderUnavailable):
+        provider.metadata()  # FAILURE_BACKOFF seconds after the failure: asked again
+    assert stub.fetches["discovery"] == 2
 
 
 def test_a_discovery_document_naming_another_issuer_is_not_used(stub, monkeypatch):
