@@ -86,6 +86,10 @@ def test_a_provider_that_never_answers_is_unavailable_after_the_timeout():
             finishes_within(2, provider.metadata)
 
 
+def test_without_a_max_age_the_keys_are_trusted_for_jwks_max_ages_default():
+    assert provider_of("https://idp.example").signing_keys.max_age == 600  # JWKS_MAX_AGE's default
+
+
 def test_a_known_key_is_used_without_fetching_the_keys_again(stub):
     provider = provider_of(stub.issuer, refetch_interval=0)
     for _ in range(3):

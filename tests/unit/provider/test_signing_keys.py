@@ -108,6 +108,7 @@ def test_a_max_age_reread_spends_no_unknown_kid_refetch(stub, keys, clock):
 
 def test_discovery_keeps_the_issuer_exact_and_drops_only_its_trailing_slash_from_the_url(stub, keys):
     assert discovery_url("https://tenant.auth0.com/") == "https://tenant.auth0.com/.well-known/openid-configuration"
+    assert discovery_url("https://idp.example/X/") == "https://idp.example/X/.well-known/openid-configuration"
     stub.issuer += "/"
     idp = provider(stub)
     assert idp.metadata()["issuer"].endswith("/realms/stub/")
