@@ -120,20 +120,11 @@ def reasons() -> list[dict]:
 
 
 def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
-    """Why a mutant survives, if recorded: same file and changed line, and same function if the record
-    names one (`Class.method` or `function`, for a line that is also in another function)."""
+    """Why a mutant survives, if an entry with its file and changed line records it."""
     for entry in recorded:
-        same_line = entry["file"] == survivor["file"] and entry["diff"].strip() == survivor["diff"].strip()
-        same_function = "function" not in entry or _mangled(entry["function"]) + "__mutmut_" in survivor["name"]
-        if same_line and same_function:
+        if entry["file"] == survivor["file"] and entry["diff"].strip() == survivor["diff"].strip():
             return entry["why"]
     return None
-
-
-def _mangled(function: str) -> str:
-    """mutmut's name for a function (`x_name`) or a method (`xǁClassǁname`)."""
-    owner, _, name = function.rpartition(".")
-    return f"xǁ{owner}ǁ{name}" if owner else f"x_{name}"
 
 
 def main(argv: list[str]) -> int:

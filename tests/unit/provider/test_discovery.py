@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 
 from app import metrics
 from app.errors import ProviderUnavailable
-from app.provider.discovery import Provider
+from app.provider.discovery import FAILURE_BACKOFF, Provider
 from tests.helpers.clock import finishes_within
 from tests.helpers.stub_issuer import StubIssuer
 
@@ -36,10 +36,13 @@ def test_discovery_is_fetched_once_while_it_is_fresh(stub):
     assert stub.fetches["discovery"] == 1
 
 
-def test_discovery_is_fetched_again_once_it_is_stale(stub, clock):
-    provider = provider_of(stub.issuer, discovery_ttl=0.1)
+def test_discovery_is_fetched_again_once_it_is_as_old_as_its_ttl(stub, clock):
+    provider = provider_of(stub.issuer, discovery_ttl=0.5)
     provider.metadata()
-    clock.advance(0.15)
+    clock.advance(0.25)
+    provider.metadata()
+    assert stub.fetches["discovery"] == 1
+    clock.advance(0.25)
     provider.metadata()
     assert stub.fetches["discovery"] == 2
 
@@ -53,12 +56,18 @@ def test_a_stale_discovery_document_serves_while_the_provider_is_down(key, clock
     assert provider.metadata() == document
 
 
-def test_a_failed_discovery_is_not_tried_again_within_the_backoff(stub):
+def test_a_failed_discovery_is_tried_again_only_after_the_backoff(stub, clock):
     provider = provider_of(f"{stub.issuer}/other")  # the stub's document names its own issuer: refused
     for _ in range(2):
-        with pytest.raises(ProviderUnavailable):
+        with pytest.raises(ProviderUnavailable) as raised:
             provider.metadata()
+        # what the operator's "identity provider unavailable: ..." line says
+        assert str(raised.value) == "no discovery document"
+        clock.advance(FAILURE_BACKOFF / 2)
     assert stub.fetches["discovery"] == 1
+    with pytest.raises(ProviderUnavailable):
+        provider.metadata()  # FAILURE_BACKOFF seconds after the failure: asked again
+    assert stub.fetches["discovery"] == 2
 
 
 def test_a_discovery_document_naming_another_issuer_is_not_used(stub, monkeypatch):
@@ -75,6 +84,10 @@ def test_a_provider_that_never_answers_is_unavailable_after_the_timeout():
         # Bounded here: a call without the timeout would hang until mutmut's own limit, a kill by timeout.
         with pytest.raises(ProviderUnavailable):
             finishes_within(2, provider.metadata)
+
+
+def test_without_a_max_age_the_keys_are_trusted_for_jwks_max_ages_default():
+    assert provider_of("https://idp.example").signing_keys.max_age == 600  # JWKS_MAX_AGE's default
 
 
 def test_a_known_key_is_used_without_fetching_the_keys_again(stub):

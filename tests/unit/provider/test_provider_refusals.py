@@ -211,7 +211,8 @@ def test_auth_params_naming_the_flows_own_parameters_are_ignored_with_a_warning(
     [exchange] = op.token_requests
     assert exchange["code_verifier"] != "operator-set"  # the stub checked it against the challenge
     assert client.get("/auth/session").json["authenticated"] is True
-    assert "OIDC_AUTH_PARAMS: code_verifier, state ignored, the sign-in flow sets them itself" in caplog.text
+    warnings = [record.getMessage() for record in caplog.records if record.name == "app.provider.authorization"]
+    assert warnings == ["OIDC_AUTH_PARAMS: code_verifier, state ignored, the sign-in flow sets them itself"]
 
 
 def logout_query(client) -> dict:

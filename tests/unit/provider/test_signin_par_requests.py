@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from app import metrics
-from app.errors import LoginFailed
+from app.errors import LoginFailed, ProviderUnavailable
 from app.provider import Provider, PublicClient
 from app.provider.authorization import AuthorizationRequests, code_challenge
 from tests.helpers.stub_issuer import StubIssuer
@@ -17,28 +17,29 @@ from tests.helpers.stub_issuer import StubIssuer
 SCOPES = "openid svc:profile.private"
 REQUEST_URI = "urn:ietf:params:oauth:request_uri:abc"
 UNAVAILABLE = "sign-in unavailable: the identity provider did not accept the sign-in request"
+PAR_ENDPOINT = "pushed_authorization_request_endpoint"
+PAR_URL = "https://idp.example/par"
 
 
 class ParIssuer(StubIssuer):
-    """The stub issuer with a PAR endpoint in discovery (unless `par_in_discovery` is false) that answers
-    `par_answer` (status, JSON body or None, and headers when a third member is given) and remembers each
-    pushed form; `/par-moved` is a second PAR endpoint that accepts every form it is sent (`moved`)."""
+    """The stub issuer with a PAR endpoint in discovery (`listed` replaces members of its discovery, None
+    dropping one) that answers `par_answer` (status, JSON body or None, and headers when a third member
+    is given) and remembers each pushed form; `/par-moved` is a second PAR endpoint that accepts every
+    form it is sent (`moved`)."""
 
     def __init__(self):
         super().__init__()
-        self.par_in_discovery = True
         self.par_answer: tuple = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
         self.par_delay = 0.0
-        self.prompt_values: list[str] | None = None
+        self.listed: dict = {}
         self.pushed: list[dict] = []
         self.moved: list[dict] = []
         # The timeout test hangs up on a held request: its broken pipe is expected, not worth a trace.
         self._server.handle_error = lambda request, address: None
 
     def discovery(self) -> dict:
-        par = {"pushed_authorization_request_endpoint": f"{self.issuer}/par"} if self.par_in_discovery else {}
-        prompts = {"prompt_values_supported": self.prompt_values} if self.prompt_values is not None else {}
-        return {**super().discovery(), **par, **prompts}
+        document = {**super().discovery(), PAR_ENDPOINT: f"{self.issuer}/par", **self.listed}
+        return {name: value for name, value in document.items() if value is not None}
 
     def answer(self, method, path, params, headers):
         if method == "POST" and path.endswith("/par"):
@@ -61,8 +62,8 @@ def par_issuer():
 
 @pytest.fixture
 def issuer(par_issuer):
-    par_issuer.par_in_discovery, par_issuer.par_delay, par_issuer.pushed, par_issuer.moved = True, 0.0, [], []
-    par_issuer.prompt_values = None
+    par_issuer.par_delay, par_issuer.pushed, par_issuer.moved = 0.0, [], []
+    par_issuer.listed = {}
     par_issuer.par_answer = (201, {"request_uri": REQUEST_URI, "expires_in": 60})
     return par_issuer
 
@@ -187,11 +188,35 @@ def test_a_par_endpoint_slower_than_the_timeout_is_a_502(issuer, caplog):
     assert [record.getMessage() for record in caplog.records] == ["pushed authorization request failed: ReadTimeout"]
 
 
-def test_par_require_without_an_endpoint_in_discovery_is_a_502_naming_the_setting(issuer):
-    issuer.par_in_discovery = False
+@pytest.mark.parametrize("listed", [None, [PAR_URL]], ids=["none", "a list, not a URL"])
+def test_par_require_without_an_endpoint_in_discovery_is_a_502_naming_the_setting(issuer, listed):
+    issuer.listed = {PAR_ENDPOINT: listed}
     with pytest.raises(LoginFailed) as refused:
         url_of(issuer, par="require")
-    assert refused.value.status == 502 and "OIDC_PAR=require" in refused.value.message
+    assert (refused.value.status, refused.value.reason) == (502, "par_failed")
+    assert refused.value.message == (
+        "sign-in unavailable: OIDC_PAR=require, but the identity provider offers no pushed authorization requests"
+    )
+    assert issuer.pushed == []
+
+
+def test_par_auto_uses_the_front_channel_when_discovery_lists_a_par_endpoint_that_is_no_url(issuer):
+    issuer.listed = {PAR_ENDPOINT: [PAR_URL]}
+    assert "state=s" in url_of(issuer) and issuer.pushed == []
+
+
+@pytest.mark.parametrize("par", ["off", "auto"])
+def test_an_authorization_endpoint_with_a_query_keeps_it_and_gets_the_parameters_after_an_ampersand(issuer, par):
+    issuer.listed = {"authorization_endpoint": f"{issuer.issuer}/auth?tenant=a"}
+    assert url_of(issuer, par=par).startswith(f"{issuer.issuer}/auth?tenant=a&client_id=web&")
+
+
+def test_discovery_without_an_authorization_endpoint_is_the_provider_unavailable(issuer):
+    issuer.listed = {"authorization_endpoint": None}
+    with pytest.raises(ProviderUnavailable) as raised:
+        url_of(issuer)
+    # what the operator's "identity provider unavailable: ..." line says
+    assert str(raised.value) == "discovery lists no authorization_endpoint"
     assert issuer.pushed == []
 
 
@@ -201,24 +226,24 @@ def test_par_off_uses_the_front_channel_even_when_discovery_names_an_endpoint(is
 
 def test_an_unknown_par_mode_is_refused_at_construction(issuer):
     provider = Provider(issuer.issuer, timeout=2, discovery_ttl=60, refetch_interval=10)
-    with pytest.raises(ValueError, match="OIDC_PAR"):
+    with pytest.raises(ValueError, match=r"^OIDC_PAR must be one of auto, require, off$"):
         AuthorizationRequests(provider, PublicClient("web", SCOPES, timeout=1), par="sometimes")
 
 
 def test_a_prompt_value_discovery_does_not_list_is_a_400_naming_it_and_nothing_is_pushed(issuer):
-    issuer.prompt_values = ["none", "login", "consent"]
+    issuer.listed = {"prompt_values_supported": ["none", "login", "consent"]}
     with pytest.raises(LoginFailed) as refused:
-        url_of(issuer, prompt="login select_account")
-    assert (refused.value.status, refused.value.code) == (400, "invalid_request")
+        url_of(issuer, prompt="login select_account create")
+    assert (refused.value.status, refused.value.code, refused.value.reason) == (400, "invalid_request", "bad_request")
     assert refused.value.message == (
-        "invalid_request: the sign-in parameter prompt asks for select_account, which the identity provider"
-        " does not support"
+        "invalid_request: the sign-in parameter prompt asks for select_account create, which the identity"
+        " provider does not support"
     )
     assert issuer.pushed == []
 
 
 @pytest.mark.parametrize("listed", [["none", "login", "consent", "select_account"], None])
 def test_a_prompt_value_discovery_lists_or_any_when_it_lists_none_is_pushed(issuer, listed):
-    issuer.prompt_values = listed
+    issuer.listed = {"prompt_values_supported": listed}
     url_of(issuer, prompt="select_account")
     assert [form["prompt"] for form in issuer.pushed] == ["select_account"]
