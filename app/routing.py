@@ -15,7 +15,7 @@ class LazyBuilderRule(Rule):
         """A builder that compiles Werkzeug's on its first call and hands every call to it."""
         compiled = None
 
-        def build(rule, **values):
+        def build(rule, /, **values):  # positional only, as Werkzeug's: a URL variable may be named "rule"
             nonlocal compiled
             if compiled is None:
                 compiled = Rule._compile_builder(rule, append_unknown)

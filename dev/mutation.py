@@ -128,10 +128,11 @@ def reason_for(survivor: dict, recorded: list[dict]) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if "--report-only" in argv and "--seconds" in argv:
-        seconds = float(argv[argv.index("--seconds") + 1])
-    elif "--report-only" in argv:
-        seconds = json.loads(REPORT_JSON.read_text())["seconds"] if REPORT_JSON.exists() else 0
+    last = json.loads(REPORT_JSON.read_text()) if REPORT_JSON.exists() else {}
+    equivalents_run = os.environ.get("MUTATION_RUN_EQUIVALENTS") == "1"
+    if "--report-only" in argv:  # the run's own figures, not those of whoever writes the report again
+        seconds = float(argv[argv.index("--seconds") + 1]) if "--seconds" in argv else last.get("seconds", 0)
+        equivalents_run = last.get("equivalents_run", equivalents_run)
     else:
         seconds = run_mutmut()
     statuses = results()
@@ -154,7 +155,8 @@ def main(argv: list[str]) -> int:
         "mutants": len(statuses),
         "killed": killed,
         "seconds": round(seconds),
-        "equivalents_run": os.environ.get("MUTATION_RUN_EQUIVALENTS") == "1",
+        "timeouts": sum(status == "timeout" for status in statuses.values()),
+        "equivalents_run": equivalents_run,
         "survived": survived,
     }
     REPORT_JSON.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -177,7 +179,8 @@ def markdown(report: dict) -> str:
         "`tests/unit`). Do not edit by hand.",
         "",
         f"- Modules: {', '.join(f'`{module}`' for module in report['modules'])}",
-        f"- Mutants: {report['mutants']}; killed: {report['killed']} ({score:.1%}); "
+        f"- Mutants: {report['mutants']}; killed: {report['killed']} ({score:.1%}, "
+        f"{report.get('timeouts', 0)} of them by timeout); "
         f"survived: {len(report['survived'])}; run time: {report['seconds']} s on this machine",
         "- Survivors with a recorded reason "
         + ("were run too (`MUTATION_RUN_EQUIVALENTS=1`)." if report.get("equivalents_run") else "were not run again."),

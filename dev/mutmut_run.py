@@ -18,6 +18,7 @@ Use it as mutmut: `python -m dev.mutmut_run run [names]`.
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from mutmut.__main__ import cli
@@ -31,25 +32,35 @@ RECORDED = [] if os.environ.get("MUTATION_RUN_EQUIVALENTS") == "1" else reasons(
 _run_tests = PytestRunner.run_tests
 
 
-def run_tests(self, *, mutant_name: str | None, tests) -> int:
+def run_tests(self, *, mutant_name: str | None, tests: Iterable[str]) -> int:
     """Run `tests` against the mutant, the function's earlier killers first and alone."""
+    tests = list(tests)
     if not mutant_name:
         return _run_tests(self, mutant_name=mutant_name, tests=tests)
-    if RECORDED and reason_for(changed(mutant_name), RECORDED):
-        return SURVIVED
+    try:
+        if RECORDED and reason_for(changed(mutant_name), RECORDED):
+            return SURVIVED
+        first = _earlier_killers(mutant_name, tests)
+    except Exception:  # mutmut's child would exit 1 on it, a kill no test made: run them all instead
+        first = []
+    if first:
+        exit_code = _run_tests(self, mutant_name=mutant_name, tests=first)
+        if exit_code == NO_TESTS_COLLECTED:
+            return _run_tests(self, mutant_name=mutant_name, tests=tests)
+        if exit_code != SURVIVED or len(first) == len(tests):
+            return exit_code
+        tests = [test for test in tests if test not in first]
+    return _run_tests(self, mutant_name=mutant_name, tests=tests)
+
+
+def _earlier_killers(mutant_name: str, tests: list[str]) -> list[str]:
+    """Those of `tests` that killed other mutants of the mutant's function earlier in this run."""
     # Imported here, as pytest imported it from mutants/: importing it sooner, from the top, would
     # make pytest take the top's `tests` package for the one in mutants/.
     from tests.helpers.mutation_order import killers
 
-    tests = list(tests)
     kills = killers(mutant_name, Path("mutants"))
-    first = [test for test in tests if test in kills]
-    if first:
-        exit_code = _run_tests(self, mutant_name=mutant_name, tests=first)
-        if exit_code not in (SURVIVED, NO_TESTS_COLLECTED) or len(first) == len(tests):
-            return exit_code
-        tests = [test for test in tests if test not in kills]
-    return _run_tests(self, mutant_name=mutant_name, tests=tests)
+    return [test for test in tests if test in kills]
 
 
 PytestRunner.run_tests = run_tests

@@ -402,7 +402,7 @@ def test_a_silent_sign_in_the_provider_declines_returns_to_its_page_with_the_err
     assert client.get("/auth/session").json == {"authenticated": False}
 
 
-def test_a_description_ending_in_the_characters_trimmed_after_an_empty_one_is_shown_whole(client):
+def test_a_description_ending_in_x_is_shown_whole(client):
     path, query = authorize(client)
     error = {"error": "access_denied", "error_description": "blocked by policy CA-X"}
     response = client.get(f"{path}?{urlencode({'state': query['state'], **error})}")

@@ -5,6 +5,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
+from app.provider import signatures
 from app.provider.discovery import Provider
 from app.provider.signatures import MAX_TOKEN_BYTES, BadToken, signed_claims
 
@@ -63,3 +64,20 @@ def test_a_token_one_character_over_the_size_limit_is_refused_unread(stub, provi
         signed_claims(provider, sized(stub, MAX_TOKEN_BYTES + 1))
     assert str(refused.value) == "the token is too large"
     assert stub.fetches["jwks"] == 0
+
+
+def test_a_forged_signature_after_the_refetch_allowance_is_spent_is_checked_once(stub, provider, monkeypatch):
+    """A forged signature re-reads the keys once per refetch interval and checks the new key; after that
+    the key it failed with is not checked again (forged tokens are the cheapest flood there is)."""
+    token = stub.sign_raw(CLAIMS, {"alg": "RS256", "kid": stub.key.kid})
+    forged = token[: token.rindex(".") + 1] + "A" * (len(token) - token.rindex(".") - 1)
+    checks = []
+    validate = signatures.jws.validate_compact
+    monkeypatch.setattr(signatures.jws, "validate_compact", lambda *a, **kw: checks.append(1) or validate(*a, **kw))
+    for expected_checks in (2, 1):  # the key read again, then not
+        checks.clear()
+        with pytest.raises(BadToken) as refused:
+            signed_claims(provider, forged)
+        assert str(refused.value) == "the token's signature is invalid"
+        assert len(checks) == expected_checks
+    assert stub.fetches["jwks"] == 2
